@@ -1,0 +1,265 @@
+"""The inventory: hosts, groups and deployments, validated once at load.
+
+Schema reference: docs/inventory.md. Every error names the file, the key path and what was
+expected, and raises InventoryError (exit 2) before any node is contacted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from firedup.errors import InventoryError
+
+DEFAULT_INVENTORY = Path(__file__).resolve().parent.parent / "inventory" / "hosts.yaml"
+INVENTORY_ENV = "FIREDUP_INVENTORY"
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+Port = Annotated[int, Field(ge=1, le=65535)]
+ArgValue = str | int | float | bool | list[str | int | float]
+
+
+class Engine(StrEnum):
+    SGLANG = "sglang"
+    VLLM = "vllm"
+
+
+class KeyPolicy(StrEnum):
+    STRICT = "strict"
+    ACCEPT_NEW = "accept-new"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
+
+
+def _env_name(key: str) -> str:
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        raise ValueError(f"{key!r} is not a valid environment variable name")
+    return key
+
+
+def _env_map(value: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, raw in value.items():
+        if isinstance(raw, bool):
+            raise ValueError(f"{key}: write booleans as strings ('1', 'true'), got {raw!r}")
+        if not isinstance(raw, str | int | float):
+            raise ValueError(f"{key}: expected a string or number, got {type(raw).__name__}")
+        out[_env_name(key)] = str(raw)
+    return out
+
+
+class Deployment(_Model):
+    """What to run: an engine, a model and its arguments."""
+
+    name: str = ""
+    engine: Engine
+    model: str = Field(min_length=1)
+    port: Port = 30000
+    bind: str = "127.0.0.1"
+    args: dict[str, ArgValue] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict)
+    ready_timeout_s: float = Field(default=1800.0, gt=0)
+    patches: list[str] = Field(default_factory=list)
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _check_env(cls, value: Any) -> Any:
+        return _env_map(value) if isinstance(value, Mapping) else value
+
+    @field_validator("args")
+    @classmethod
+    def _check_args(cls, value: dict[str, ArgValue]) -> dict[str, ArgValue]:
+        reserved = {"model-path", "model", "port", "host"}
+        for key in value:
+            if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", key):
+                raise ValueError(f"{key!r}: write flags without dashes, lower-case, e.g. 'tp'")
+            if key in reserved:
+                raise ValueError(f"{key!r} is set from the deployment's own key, not from args")
+        return value
+
+
+class HostSpec(_Model):
+    """Where to run: how to reach a node and where firedup keeps its files there."""
+
+    name: str = ""
+    transport: Literal["ssh", "local"] = "ssh"
+    address: str | None = None
+    user: str | None = None
+    port: Port = 22
+    identity_file: Path | None = None
+    known_hosts: Path = Path("~/.ssh/known_hosts")
+    host_key_policy: KeyPolicy = KeyPolicy.STRICT
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    python: str = "python3"
+    workdir: str = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    deployment: str
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _check_env(cls, value: Any) -> Any:
+        return _env_map(value) if isinstance(value, Mapping) else value
+
+    @field_validator("identity_file", "known_hosts")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute_workdir(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError(f"must be an absolute path on the node, got {value!r}")
+        return value.rstrip("/") or "/"
+
+    @model_validator(mode="after")
+    def _address_for_ssh(self) -> HostSpec:
+        if self.transport == "ssh" and not self.address:
+            raise ValueError("an ssh host needs 'address' (an IP, a name or an ssh_config alias)")
+        return self
+
+
+class Inventory(_Model):
+    path: Path = Path("-")
+    hosts: dict[str, HostSpec]
+    deployments: dict[str, Deployment]
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Inventory:
+        for name in [*self.hosts, *self.deployments, *self.groups]:
+            if not re.fullmatch(NAME_RE, name):
+                raise ValueError(f"{name!r} is not a valid name (letters, digits, '.', '_', '-')")
+        for host in self.hosts.values():
+            if host.deployment not in self.deployments:
+                raise ValueError(
+                    f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
+                    f"known: {', '.join(sorted(self.deployments)) or 'none'}"
+                )
+        for group, members in self.groups.items():
+            if group in self.hosts:
+                raise ValueError(f"groups.{group}: a group cannot share a name with a host")
+            unknown = [m for m in members if m not in self.hosts]
+            if unknown:
+                raise ValueError(f"groups.{group}: unknown hosts {', '.join(unknown)}")
+        return self
+
+    def host(self, name: str) -> HostSpec:
+        if name not in self.hosts:
+            raise InventoryError(
+                f"unknown host {name!r} in {self.path}; known hosts: "
+                f"{', '.join(sorted(self.hosts))}"
+            )
+        return self.hosts[name]
+
+    def deployment_for(self, host: HostSpec) -> Deployment:
+        return self.deployments[host.deployment]
+
+    def select(self, selector: str | None) -> list[HostSpec]:
+        """Hosts named by a host, a group, or a comma list of either; all hosts when None."""
+        if not selector:
+            return list(self.hosts.values())
+        chosen: dict[str, HostSpec] = {}
+        for part in (p.strip() for p in selector.split(",")):
+            if not part:
+                raise InventoryError(f"empty name in host list {selector!r}")
+            names = self.groups.get(part, [part])
+            for name in names:
+                chosen[name] = self.host(name)
+        return list(chosen.values())
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML loader that refuses duplicate keys: silently keeping the last one hides typos."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _expand(value: Any, inventory_dir: str) -> Any:
+    """Expand ${INVENTORY_DIR} in every string, so the demo can point into this checkout."""
+    if isinstance(value, str):
+        return value.replace("${INVENTORY_DIR}", inventory_dir)
+    if isinstance(value, list):
+        return [_expand(v, inventory_dir) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v, inventory_dir) for k, v in value.items()}
+    return value
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown key"
+    if kind == "missing":
+        return f"{loc}: required key is missing"
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    got = error.get("input")
+    if kind in {"value_error", "assertion_error"} or isinstance(got, dict | list):
+        return f"{loc}: {msg}" if loc else msg
+    return f"{loc}: {msg} (got {got!r})"
+
+
+def parse_inventory(data: Any, path: Path) -> Inventory:
+    """Validate already-loaded YAML data (pure; the file name is only for messages)."""
+    if not isinstance(data, dict):
+        raise InventoryError(f"{path}: expected a mapping with 'hosts' and 'deployments'")
+    data = _expand(data, str(path.resolve().parent))
+    for section in ("hosts", "deployments"):
+        entries = data.get(section)
+        if isinstance(entries, dict):
+            data[section] = {
+                name: {**entry, "name": name} if isinstance(entry, dict) else entry
+                for name, entry in entries.items()
+            }
+    try:
+        return Inventory.model_validate({**data, "path": path})
+    except ValidationError as exc:
+        problems = [_describe(e) for e in exc.errors()]
+        raise InventoryError(f"{path}: " + "; ".join(problems)) from None
+
+
+def load_inventory(path: str | Path | None = None) -> Inventory:
+    """Load and validate the inventory: CLI path > $FIREDUP_INVENTORY > inventory/hosts.yaml."""
+    chosen = Path(path or os.environ.get(INVENTORY_ENV) or DEFAULT_INVENTORY).expanduser()
+    try:
+        text = chosen.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InventoryError(f"inventory file not found: {chosen}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"cannot read inventory {chosen}: {exc}") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"{chosen}: not valid YAML: {exc}".replace("\n", " ")) from None
+    return parse_inventory(data, chosen)

@@ -1,0 +1,305 @@
+"""Node implementations: SSH through one persistent Fabric connection, and local.
+
+This is the only module that imports fabric or paramiko. Connection-level failures become
+`ConnectError` (or `ConnectionLostError` when an open connection dropped mid-command), so the
+rest of firedup never sees a paramiko exception.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import posixpath
+import secrets
+import select
+import shlex
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import paramiko
+from fabric import Config, Connection
+from invoke.exceptions import CommandTimedOut
+
+from firedup.errors import CommandResult, ConnectError, RemoteCommandError
+from firedup.inventory import HostSpec, KeyPolicy
+
+# Paramiko logs its own tracebacks for refused connections; we report them ourselves.
+logging.getLogger("paramiko").setLevel(logging.CRITICAL)
+
+KEEPALIVE_S = 30
+CHANNEL_TIMEOUT_S = 15.0
+
+
+class ConnectionLostError(ConnectError):
+    """An open connection dropped while a command ran; the command's fate is unknown."""
+
+
+class CommandTimeoutError(ConnectError):
+    """A command did not finish within its timeout (the node or the link may be frozen)."""
+
+
+class _KeepaliveConnection(Connection):  # type: ignore[misc]
+    """A Connection that re-applies keepalive on every (re)open: a reconnect is a new transport."""
+
+    def open(self) -> Any:
+        result = super().open()
+        transport = self.client.get_transport()
+        if transport is not None:
+            transport.set_keepalive(KEEPALIVE_S)
+        return result
+
+
+def _check(result: CommandResult, check: bool, what: str) -> CommandResult:
+    if check and not result.ok:
+        raise RemoteCommandError(result, what)
+    return result
+
+
+class SshNode:
+    """A node reached over SSH. Lazy: nothing is contacted until the first command."""
+
+    def __init__(self, spec: HostSpec, *, config: Config | None = None) -> None:
+        self.spec = spec
+        overrides = {"run": {"in_stream": False}, "load_ssh_configs": True}
+        cfg = config if config is not None else Config(overrides=overrides)
+        cfg.run.in_stream = False
+        connect_kwargs: dict[str, Any] = {
+            **dict(cfg.connect_kwargs),
+            "channel_timeout": CHANNEL_TIMEOUT_S,
+            "allow_agent": spec.identity_file is None,
+            "look_for_keys": spec.identity_file is None,
+        }
+        if spec.identity_file is not None:
+            connect_kwargs["key_filename"] = [str(spec.identity_file)]
+        self._conn = _KeepaliveConnection(
+            spec.address,
+            user=spec.user,
+            port=spec.port,
+            config=cfg,
+            connect_timeout=spec.connect_timeout_s,
+            connect_kwargs=connect_kwargs,
+        )
+        self._apply_host_key_policy()
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def _apply_host_key_policy(self) -> None:
+        known_hosts = self.spec.known_hosts
+        client = self._conn.client
+        if self.spec.host_key_policy is KeyPolicy.ACCEPT_NEW:
+            # Trust on first use: new keys are written to the file, changed keys are refused.
+            known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            if not known_hosts.exists():
+                known_hosts.touch(mode=0o600)
+            client.load_host_keys(str(known_hosts))
+            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+        else:
+            if known_hosts.exists():
+                client.load_host_keys(str(known_hosts))
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+
+    def _connect_error(self, exc: BaseException) -> ConnectError:
+        where = f"{self.name} ({self.spec.address}:{self.spec.port})"
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return ConnectError(
+                f"{where}: host key CHANGED (got {exc.key.get_name()} "
+                f"{exc.key.get_base64()[:16]}..., expected {exc.expected_key.get_base64()[:16]}"
+                f"...); refusing to connect",
+                hint=f"if the node was reinstalled, remove its entry from {self.spec.known_hosts}",
+            )
+        if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
+            return ConnectError(
+                f"{where}: host key unknown (not in {self.spec.known_hosts}); refusing to connect",
+                hint="add it with ssh-keyscan after checking it, or set "
+                "'host_key_policy: accept-new' for this host in the inventory",
+            )
+        if isinstance(exc, paramiko.AuthenticationException):
+            return ConnectError(
+                f"{where}: authentication failed as {self.spec.user or 'default user'}",
+                hint="check 'user' and 'identity_file' in the inventory",
+            )
+        if isinstance(exc, socket.gaierror):
+            return ConnectError(f"{where}: cannot resolve address: {exc}")
+        if isinstance(exc, CommandTimedOut):
+            return CommandTimeoutError(f"{where}: command timed out after {exc.timeout} s")
+        if isinstance(exc, EOFError | ConnectionError) or (
+            isinstance(exc, paramiko.SSHException) and self._conn.is_connected
+        ):
+            return ConnectionLostError(f"{where}: connection lost: {exc or type(exc).__name__}")
+        return ConnectError(f"{where}: cannot connect: {exc or type(exc).__name__}")
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float = 60.0,
+        check: bool = True,
+        what: str = "",
+    ) -> CommandResult:
+        command = shlex.join(argv)
+        try:
+            r = self._conn.run(
+                command,
+                hide=True,
+                warn=True,
+                pty=False,
+                in_stream=io.StringIO(""),  # remote stdin sees EOF at once
+                timeout=timeout_s,
+                encoding="latin-1",  # a bijection: the exact bytes come back
+            )
+        except (paramiko.SSHException, OSError, EOFError, CommandTimedOut) as exc:
+            self._conn.close()
+            raise self._connect_error(exc) from exc
+        if r.exited == -1:
+            self._conn.close()
+            raise ConnectionLostError(f"{self.name}: connection lost during {argv[0]}")
+        result = CommandResult(
+            argv=tuple(argv),
+            exit_code=r.exited,
+            stdout=r.stdout.encode("latin-1"),
+            stderr=r.stderr.encode("latin-1"),
+            host=self.name,
+        )
+        return _check(result, check, what)
+
+    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+        parent = posixpath.dirname(path)
+        self.run(["mkdir", "-p", "--", parent], what=f"mkdir {parent}")
+        tmp = posixpath.join(parent, f".{posixpath.basename(path)}.tmp-{secrets.token_hex(4)}")
+        try:
+            sftp = self._conn.sftp()
+            with sftp.open(tmp, "wb") as fh:
+                fh.write(data)
+            sftp.chmod(tmp, mode)
+            sftp.posix_rename(tmp, path)  # rename(2): atomic on one filesystem
+        except (paramiko.SSHException, EOFError) as exc:
+            self._conn.close()
+            raise self._connect_error(exc) from exc
+        except OSError as exc:
+            self.run(["rm", "-f", "--", tmp], check=False)
+            raise RemoteCommandError(
+                CommandResult(("sftp-put", path), 1, b"", str(exc).encode(), self.name),
+                what=f"upload of {path}",
+            ) from exc
+
+    def get(self, path: str) -> bytes:
+        return self.run(["cat", "--", path], what=f"read {path}").stdout
+
+    def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
+        try:
+            self._conn.open()
+            transport = self._conn.client.get_transport()
+            channel = transport.open_session(timeout=CHANNEL_TIMEOUT_S)
+            channel.settimeout(timeout_s)
+            channel.exec_command(shlex.join(argv))
+            channel.shutdown_write()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._conn.close()
+            raise self._connect_error(exc) from exc
+        try:
+            while True:
+                try:
+                    chunk = channel.recv(65536)
+                except TimeoutError:
+                    return
+                except (paramiko.SSHException, OSError, EOFError) as exc:
+                    self._conn.close()
+                    raise self._connect_error(exc) from exc
+                if not chunk:
+                    if not transport.is_active():
+                        self._conn.close()
+                        raise ConnectionLostError(f"{self.name}: connection lost while streaming")
+                    return
+                yield chunk
+        finally:
+            channel.close()
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+class LocalNode:
+    """This machine as a node: for the demo, and for running firedup on the GPU node itself."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout_s: float = 60.0,
+        check: bool = True,
+        what: str = "",
+    ) -> CommandResult:
+        try:
+            proc = subprocess.run(
+                list(argv), capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise CommandTimeoutError(f"{self.name}: {argv[0]} timed out after {timeout_s} s") from exc
+        except FileNotFoundError as exc:
+            proc = subprocess.CompletedProcess(list(argv), 127, b"", str(exc).encode())
+        result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, self.name)
+        return _check(result, check, what)
+
+    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.chmod(tmp, mode)
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+
+    def get(self, path: str) -> bytes:
+        try:
+            return Path(path).read_bytes()
+        except OSError as exc:
+            result = CommandResult(("read", path), 1, b"", str(exc).encode(), self.name)
+            raise RemoteCommandError(result, f"read {path}") from exc
+
+    def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
+        proc = subprocess.Popen(
+            list(argv), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        assert proc.stdout is not None
+        try:
+            while True:
+                ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
+                if not ready:
+                    return
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    return
+                yield chunk
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            proc.stdout.close()
+
+    def close(self) -> None:
+        pass
+
+
+def open_node(spec: HostSpec, *, config: Config | None = None) -> SshNode | LocalNode:
+    """The node for an inventory host. Lazy: nothing is contacted yet."""
+    if spec.transport == "local":
+        return LocalNode(spec.name)
+    return SshNode(spec, config=config)

@@ -1,0 +1,184 @@
+"""Shared fixtures: a real OpenSSH sshd on loopback, and inventories that point at it.
+
+The sshd is started once per session with its own host key and client key, on a free port,
+`UsePAM no`, `StrictModes no` and the sftp subsystem (see shared/fabric-notes.md, appendix).
+We own its pid (`-D` keeps it in the foreground) and end only that process.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SIM_PYTHONPATH = str(REPO / "sim" / "python")
+SIM_BIN = str(REPO / "sim" / "bin")
+SIM_MODELS = REPO / "sim" / "models"
+# The node's python: a plain interpreter, as on a real node (the sim needs only the stdlib).
+NODE_PYTHON = shutil.which("python3", path="/usr/local/bin:/usr/bin:/bin") or sys.executable
+SSHD = shutil.which("sshd", path="/usr/sbin:/usr/local/sbin:/sbin") or "/usr/sbin/sshd"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
+    """Poll `predicate` until it returns something truthy; fail naming `what` at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    delay = 0.02
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(delay)
+        delay = min(delay * 1.5, 0.25)
+
+
+@dataclass(frozen=True)
+class Sshd:
+    host: str
+    port: int
+    user: str
+    client_key: Path
+    known_hosts: Path
+    host_pub: str
+    root: Path
+    pid: int
+
+    def ssh_argv(self, *remote: str) -> list[str]:
+        """An OpenSSH client command against this sshd (for checks made outside firedup)."""
+        return [
+            "ssh",
+            "-p",
+            str(self.port),
+            "-i",
+            str(self.client_key),
+            "-o",
+            f"UserKnownHostsFile={self.known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            f"{self.user}@{self.host}",
+            *remote,
+        ]
+
+
+def _accepts_ssh(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            return s.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def start_sshd(root: Path, port: int | None = None) -> tuple[subprocess.Popen[bytes], Sshd]:
+    """Start a private sshd under `root`; the caller owns (and must end) the process."""
+    root.mkdir(parents=True, exist_ok=True)
+    hostkey, client_key = root / "hostkey", root / "client_key"
+    for key in (hostkey, client_key):
+        if not key.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+    shutil.copy(root / "client_key.pub", root / "authorized_keys")
+    port = port or free_port()
+    config = root / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {hostkey}\n"
+        f"AuthorizedKeysFile {root / 'authorized_keys'}\nPermitRootLogin prohibit-password\n"
+        f"PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
+        f"StrictModes no\nPidFile {root / 'sshd.pid'}\nMaxSessions 50\nMaxStartups 50:30:100\n"
+        f"Subsystem sftp internal-sftp\nLogLevel VERBOSE\n"
+    )
+    Path("/run/sshd").mkdir(parents=True, exist_ok=True)
+    proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")])
+    try:
+        wait_until(lambda: proc.poll() is not None or _accepts_ssh(port), 10, "sshd to accept")
+        if proc.poll() is not None:
+            raise RuntimeError(f"sshd exited: {(root / 'sshd.log').read_text()}")
+    except BaseException:
+        proc.kill()
+        raise
+    host_pub = (root / "hostkey.pub").read_text().split()
+    known_hosts = root / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
+    info = Sshd(
+        "127.0.0.1", port, getpass.getuser(), client_key, known_hosts, " ".join(host_pub[:2]),
+        root, proc.pid,
+    )
+    return proc, info
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    if not os.path.exists(SSHD):
+        pytest.fail(f"sshd not found at {SSHD}: the test command installs openssh-server")
+    proc, info = start_sshd(tmp_path_factory.mktemp("sshd"))
+    try:
+        yield info
+    finally:
+        stop_process(proc)
+
+
+def sim_env(**extra: str) -> dict[str, str]:
+    """The env a node host needs so its python finds the simulated engines."""
+    return {"PYTHONPATH": SIM_PYTHONPATH, "PATH": f"{SIM_BIN}:/usr/local/bin:/usr/bin:/bin", **extra}
+
+
+def ssh_host(sshd: Sshd, workdir: Path, deployment: str, **overrides: Any) -> dict[str, Any]:
+    """An inventory host entry that reaches `sshd` with strict host keys."""
+    return {
+        "address": sshd.host,
+        "port": sshd.port,
+        "user": sshd.user,
+        "identity_file": str(sshd.client_key),
+        "known_hosts": str(sshd.known_hosts),
+        "python": NODE_PYTHON,
+        "workdir": str(workdir),
+        "env": sim_env(FIREDUP_SIM_STATE=str(workdir / "sim-state")),
+        "deployment": deployment,
+        **overrides,
+    }
+
+
+def sim_deployment(model: str = "tiny-llama", **overrides: Any) -> dict[str, Any]:
+    return {"engine": "sglang", "model": str(SIM_MODELS / model), "port": free_port(), **overrides}
+
+
+@pytest.fixture
+def write_inventory(tmp_path: Path) -> Callable[..., Path]:
+    """Write an inventory file from dicts and return its path."""
+
+    def write(hosts: dict[str, Any], deployments: dict[str, Any], **extra: Any) -> Path:
+        path = tmp_path / "hosts.yaml"
+        path.write_text(yaml.safe_dump({"hosts": hosts, "deployments": deployments, **extra}))
+        return path
+
+    return write
