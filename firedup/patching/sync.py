@@ -1,0 +1,209 @@
+"""`sync_patches`: check, apply (all or nothing) or revert a deployment's patches on a node.
+
+Applying happens in Python on the operator's side: read the targets, apply exactly in memory,
+verify by parsing, then upload atomically. Every patch is classified before anything is
+written; a conflict, a failed verification or a read-only target stops the run with the node
+untouched. Once writing starts, any failure restores every touched file from memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from firedup.errors import PatchError
+from firedup.inventory import Deployment, HostSpec
+from firedup.node import Node
+from firedup.patching.manifest import Patch, find_patches
+from firedup.patching.plan import Contents, Plan, plan_patches
+from firedup.patching.record import (
+    Actor,
+    Change,
+    Event,
+    FileRecord,
+    PatchRecord,
+    Record,
+    digest,
+    load_record,
+    sha256,
+    store_backup,
+)
+from firedup.patching.report import Mode, PatchOutcome, PatchReport, PatchStatus
+from firedup.patching.revert import revert_all
+from firedup.patching.target import PackageTarget, locate, node_env
+from firedup.patching.writes import write_all
+
+Progress = Callable[[str], None]
+
+
+def sync_patches(
+    node: Node,
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    mode: Mode = Mode.APPLY,
+    patches_root: Path | None = None,
+    on_progress: Progress = lambda _m: None,
+    actor: Actor | None = None,
+) -> PatchReport:
+    """Bring the deployment's patches on `node` to the state `mode` asks for.
+
+    Raises PatchError (the node left as it was) for bad manifests, missing patch files, an
+    unimportable package, conflicts (in APPLY), failed verification and read-only targets.
+    """
+    actor = actor or Actor.now()
+    env = node_env(host, deployment)
+    if mode is Mode.REVERT:
+        return revert_all(node, host, env, deployment.patches, actor, on_progress)
+    patches = find_patches(deployment.patches, patches_root)
+    if not patches:
+        return PatchReport(host.name, mode, ())
+    targets = _locate_all(node, host, env, patches, on_progress)
+    before: Contents = {}
+    for target in targets.values():
+        for f in target.files.values():
+            before[f.path] = node.get(f.path) if f.exists else None
+    plan = plan_patches(patches, targets, before)
+    if mode is Mode.CHECK or not plan.after:
+        return PatchReport(host.name, mode, plan.outcomes)
+    if plan.conflicts:
+        raise PatchError(
+            f"{len(plan.conflicts)} patch(es) do not apply on {node.name}; nothing was changed: "
+            + "; ".join(f"{o.name}: {o.detail}" for o in plan.conflicts),
+            hint="run `fab sync-patches --check` to see every patch's state",
+        )
+    _require_writable(targets, plan)
+    return _apply(node, host, env, patches, targets, plan, actor, on_progress)
+
+
+def _locate_all(
+    node: Node, host: HostSpec, env: dict[str, str], patches: list[Patch], on_progress: Progress
+) -> dict[str, PackageTarget]:
+    wanted: dict[str, list[str]] = {}
+    for patch in patches:
+        wanted.setdefault(patch.manifest.package, []).extend(patch.manifest.files)
+    targets = {}
+    for package, rels in wanted.items():
+        target = locate(node, host, env, package, sorted(set(rels)))
+        on_progress(f"{package} {target.version} at {', '.join(target.roots)}")
+        targets[package] = target
+    return targets
+
+
+def _require_writable(targets: dict[str, PackageTarget], plan: Plan) -> None:
+    for target in targets.values():
+        for f in target.files.values():
+            if f.path not in plan.after:
+                continue
+            if not f.writable or not f.pycache_writable:
+                what = "its directory" if not f.writable else "its __pycache__"
+                raise PatchError(
+                    f"cannot patch {f.path}: {what} is read-only for the ssh user; "
+                    "nothing was changed",
+                    hint="connect as the user that owns the environment, or make it writable",
+                )
+
+
+def _apply(
+    node: Node,
+    host: HostSpec,
+    env: dict[str, str],
+    patches: list[Patch],
+    targets: dict[str, PackageTarget],
+    plan: Plan,
+    actor: Actor,
+    on_progress: Progress,
+) -> PatchReport:
+    old_record = load_record(node, host)
+    record = _record_apply(old_record, patches, targets, plan, actor)
+    for path, data in plan.before.items():
+        if path in plan.after and data is not None:
+            store_backup(node, host, data)
+    modes = {f.path: f.mode for t in targets.values() for f in t.files.values()}
+    old = {path: plan.before[path] for path in plan.after}
+    written = write_all(
+        node,
+        host,
+        env,
+        (old, plan.after),
+        modes,
+        (old_record, record),
+        record_first=True,
+        on_progress=on_progress,
+    )
+    outcomes = tuple(
+        _applied(o) if o.status is PatchStatus.WOULD_APPLY else o for o in plan.outcomes
+    )
+    return PatchReport(
+        host.name, Mode.APPLY, outcomes, tuple(plan.after), written.purged, written.record_path
+    )
+
+
+def _applied(outcome: PatchOutcome) -> PatchOutcome:
+    return PatchOutcome(
+        outcome.name, PatchStatus.APPLIED, outcome.package, outcome.version, outcome.files
+    )
+
+
+def _record_apply(
+    record: Record,
+    patches: list[Patch],
+    targets: dict[str, PackageTarget],
+    plan: Plan,
+    actor: Actor,
+) -> Record:
+    """The record once the plan's files are written; originals from earlier runs are kept."""
+    applying = {o.name for o in plan.outcomes if o.status is PatchStatus.WOULD_APPLY}
+    patch_records = dict(record.patches)
+    touching: dict[str, list[str]] = {}
+    for patch in (p for p in patches if p.name in applying):
+        target = targets[patch.manifest.package]
+        paths = [target.files[fp.path].path for fp in patch.files]
+        patch_records[patch.name] = PatchRecord(
+            package=target.package,
+            version=str(target.version),
+            root=target.roots[0],
+            files=paths,
+            applied_at=actor.at,
+            applied_by=actor.who,
+        )
+        for path in paths:
+            touching.setdefault(path, []).append(patch.name)
+    modes = {f.path: f.mode for t in targets.values() for f in t.files.values()}
+    files = dict(record.files)
+    for path, after in plan.after.items():
+        files[path] = _file_record(
+            files.get(path), plan.before[path], after, modes[path], touching[path]
+        )
+    event = Event(
+        action="apply",
+        patches=[p.name for p in patches if p.name in applying],
+        files={p: Change.of(plan.before[p], d) for p, d in plan.after.items()},
+        at=actor.at,
+        by=actor.who,
+    )
+    return record.with_event(event, files=files, patches=patch_records)
+
+
+def _file_record(
+    earlier: FileRecord | None,
+    before: bytes | None,
+    after: bytes | None,
+    mode: int | None,
+    names: list[str],
+) -> FileRecord:
+    """Keep the first original when this run builds on an earlier firedup patch."""
+    assert after is not None  # patches never delete files
+    if earlier is not None and earlier.patched_sha256 == digest(before):
+        return FileRecord(
+            original_sha256=earlier.original_sha256,
+            original_mode=earlier.original_mode,
+            patched_sha256=sha256(after),
+            patches=[*earlier.patches, *names],
+        )
+    return FileRecord(
+        original_sha256=digest(before),
+        original_mode=mode,
+        patched_sha256=sha256(after),
+        patches=names,
+    )
