@@ -1,0 +1,96 @@
+"""GPU memory of the simulated node, kept as one small JSON file per (gpu, process).
+
+A rank process writes how much memory it holds on its GPU; the file is removed at exit, and a
+file whose pid is gone (or reused: the start time differs) is ignored, so a SIGKILLed rank
+frees its memory exactly as the driver would.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+GPU_COUNT = 8
+GPU_NAME = "NVIDIA H200"
+TOTAL_MIB = 143771
+CONTEXT_MIB = 530  # what a CUDA context costs each process before any allocation
+
+
+@dataclass(frozen=True)
+class Usage:
+    gpu: int
+    pid: int
+    name: str
+    used_mib: int
+
+
+def state_dir() -> Path:
+    path = Path(os.environ.get("FIREDUP_SIM_STATE") or f"/tmp/firedup-sim-{os.getuid()}")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return stat[stat.rindex(")") + 2 :].split()[19]
+
+
+def _state_files() -> list[Path]:
+    return sorted(state_dir().glob("gpu*.json"))
+
+
+def live_usages() -> list[Usage]:
+    usages = []
+    for path in _state_files():
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if _start_time(data["pid"]) != data["start"]:
+            continue
+        usages.append(Usage(data["gpu"], data["pid"], data["name"], data["used_mib"]))
+    return usages
+
+
+def used_mib(gpu: int) -> int:
+    return sum(u.used_mib for u in live_usages() if u.gpu == gpu)
+
+
+def avail_gb(gpu: int) -> float:
+    return (TOTAL_MIB - used_mib(gpu)) / 1024
+
+
+class Holder:
+    """Memory one process holds on one GPU."""
+
+    def __init__(self, gpu: int, name: str) -> None:
+        self.gpu = gpu
+        self.name = name
+        self.used = CONTEXT_MIB
+        self.path = state_dir() / f"gpu{gpu}.{os.getpid()}.json"
+        atexit.register(self.release)
+        self._write()
+
+    def add_gb(self, gb: float) -> None:
+        self.used += int(gb * 1024)
+        self._write()
+
+    def _write(self) -> None:
+        pid = os.getpid()
+        data = {"gpu": self.gpu, "pid": pid, "start": _start_time(pid), "name": self.name,
+                "used_mib": self.used}
+        tmp = self.path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, self.path)
+
+    def release(self) -> None:
+        with contextlib.suppress(OSError):
+            self.path.unlink()

@@ -1,0 +1,228 @@
+"""The HTTP routes of the sglang server (answers shaped like 0.5.9's http_server.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+from firedup_sim.uvicorn_like import AccessLoggedHandler
+from sglang.srt.environ import envs
+from sglang.version import __version__
+
+logger = logging.getLogger("sglang.srt.entrypoints.http_server")
+
+WORDS = (
+    "Paris the capital of France is known for its art culture and history and the river Seine "
+    "flows through the city while people walk along the banks"
+).split()
+
+
+class GlobalState:
+    """What the handlers need: args, status (Starting/Up), scheduler info, the TP0 channel."""
+
+    def __init__(self, server_args: Any, scheduler_info: dict[str, Any], rank0_conn: Any):
+        self.server_args = server_args
+        self.scheduler_info = scheduler_info
+        self.rank0_conn = rank0_conn
+        self.lock = threading.Lock()
+        self.status = "Starting"
+        self.model_info: dict[str, Any] = {}
+
+    def submit(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        with self.lock:
+            self.rank0_conn.send(req)
+            if not self.rank0_conn.poll(timeout_s):
+                return None
+            return self.rank0_conn.recv()
+
+
+STATE: GlobalState | None = None
+
+
+def completion_text(prompt: str, max_new_tokens: int) -> str:
+    """Deterministic text: the same prompt always gets the same words."""
+    seed = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big")
+    return " " + " ".join(WORDS[(seed + i) % len(WORDS)] for i in range(max_new_tokens))
+
+
+class SglangHandler(AccessLoggedHandler):
+    def reply_json(self, status: int, payload: Any) -> None:
+        self.send_reply(status, json.dumps(payload).encode())
+
+    def do_GET(self) -> None:  # noqa: N802
+        self.route("GET", self.read_body())
+
+    def do_POST(self) -> None:  # noqa: N802
+        self.route("POST", self.read_body())
+
+    def route(self, method: str, body: bytes) -> None:
+        path = self.path.split("?", 1)[0]
+        state = STATE
+        assert state is not None
+        handler = ROUTES.get((method, path))
+        if handler is None:
+            self.reply_json(404, {"detail": "Not Found"})
+            return
+        handler(self, state, body)
+
+
+def health(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    if state.status != "Up":
+        h.send_reply(503)
+        return
+    generate = h.path.startswith("/health_generate") or (
+        envs.SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION.get()
+    )
+    if not generate:
+        h.send_reply(200)
+        return
+    timeout_s = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
+    rid = f"HEALTH_CHECK_{time.time()}"
+    reply = state.submit({"rid": rid, "input_len": 1, "max_new_tokens": 1}, timeout_s)
+    if reply is None:
+        logger.error(
+            f"Health check failed. Server couldn't get a response from detokenizer for last "
+            f"{int(timeout_s)} seconds. tic start time: {time.time() - timeout_s:.2f}. "
+            f"last_heartbeat time: {time.time() - timeout_s:.2f}"
+        )
+        h.send_reply(503)
+        return
+    h.send_reply(200)
+
+
+def model_info(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    if h.path.startswith("/get_model_info"):
+        logger.warning(
+            "Endpoint '/get_model_info' is deprecated and will be removed in a future version. "
+            "Please use '/model_info' instead."
+        )
+    h.reply_json(200, state.model_info)
+
+
+def server_info(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    info = dataclasses.asdict(state.server_args)
+    info.update(state.scheduler_info)
+    info["internal_states"] = [
+        {"last_gen_throughput": 0.0, "memory_usage": {}, "avg_spec_accept_length": None}
+    ]
+    info["version"] = __version__
+    h.reply_json(200, info)
+
+
+def list_models(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    args = state.server_args
+    card = {
+        "id": args.served_model_name,
+        "object": "model",
+        "created": int(time.time()),
+        "owned_by": "sglang",
+        "root": args.served_model_name,
+        "parent": None,
+        "max_model_len": state.scheduler_info["context_len"],
+    }
+    h.reply_json(200, {"object": "list", "data": [card]})
+
+
+def ping(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    h.send_reply(200)
+
+
+def _run(state: GlobalState, prompt: str, max_new_tokens: int, warmup: bool) -> dict | None:
+    req = {"input_len": max(1, len(prompt.split())), "max_new_tokens": max_new_tokens}
+    if warmup:
+        req["warmup"] = True
+    return state.submit(req, 600.0)
+
+
+def _parse(body: bytes) -> dict[str, Any]:
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _error(h: SglangHandler, reply: dict | None) -> None:
+    message = reply["error"] if reply else "Request timed out"
+    h.reply_json(
+        500,
+        {"object": "error", "message": message, "type": "InternalServerError", "param": None,
+         "code": 500},
+    )
+
+
+def generate(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    data = _parse(body)
+    text = data.get("text", "")
+    if isinstance(text, list):
+        text = text[0] if text else ""
+    max_new = int((data.get("sampling_params") or {}).get("max_new_tokens", 16))
+    reply = _run(state, str(text), max_new, warmup=state.status != "Up")
+    if not reply or not reply.get("ok"):
+        _error(h, reply)
+        return
+    meta = {
+        "id": hashlib.sha1(str(text).encode()).hexdigest()[:32],
+        "finish_reason": {"type": "length", "length": max_new},
+        "prompt_tokens": max(1, len(str(text).split())),
+        "completion_tokens": reply["completion_tokens"],
+        "cached_tokens": 0,
+    }
+    if state.server_args.speculative_algorithm:
+        meta["spec_verify_ct"] = max(1, int(reply["completion_tokens"] / reply["accept_len"]))
+    payload = {"text": completion_text(str(text), max_new), "meta_info": meta}
+    h.reply_json(200, [payload] if isinstance(data.get("text"), list) else payload)
+
+
+def _openai(h: SglangHandler, state: GlobalState, body: bytes, chat: bool) -> None:
+    data = _parse(body)
+    if chat:
+        messages = data.get("messages") or []
+        prompt = json.dumps(messages)
+    else:
+        prompt = str(data.get("prompt", ""))
+    max_new = int(data.get("max_tokens") or data.get("max_completion_tokens") or 16)
+    reply = _run(state, prompt, max_new, warmup=state.status != "Up")
+    if not reply or not reply.get("ok"):
+        _error(h, reply)
+        return
+    text = completion_text(prompt, max_new)
+    usage = {"prompt_tokens": max(1, len(prompt.split())), "completion_tokens": max_new}
+    usage["total_tokens"] = usage["prompt_tokens"] + max_new
+    choice: dict[str, Any] = {"index": 0, "finish_reason": "length"}
+    if chat:
+        choice["message"] = {"role": "assistant", "content": text}
+    else:
+        choice["text"] = text
+    h.reply_json(
+        200,
+        {
+            "id": hashlib.sha1(prompt.encode()).hexdigest()[:32],
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": data.get("model") or state.server_args.served_model_name,
+            "choices": [choice],
+            "usage": usage,
+        },
+    )
+
+
+ROUTES = {
+    ("GET", "/health"): health,
+    ("GET", "/health_generate"): health,
+    ("GET", "/model_info"): model_info,
+    ("GET", "/get_model_info"): model_info,
+    ("GET", "/server_info"): server_info,
+    ("GET", "/get_server_info"): server_info,
+    ("GET", "/v1/models"): list_models,
+    ("GET", "/ping"): ping,
+    ("POST", "/generate"): generate,
+    ("POST", "/v1/completions"): lambda h, s, b: _openai(h, s, b, chat=False),
+    ("POST", "/v1/chat/completions"): lambda h, s, b: _openai(h, s, b, chat=True),
+}
