@@ -1,0 +1,53 @@
+"""Reading SGLang and vLLM startup logs: phases, progress, failure reasons with hints.
+
+Pure: bytes in, values out, no I/O. `LogScanner` reads a growing log incrementally (the
+readiness wait feeds it what each poll fetched); `explain` reads a whole log at once.
+See docs/log-analysis.md for the phases, the reasons and how to add a case from the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from firedup.inventory import Engine
+from firedup.logscan.model import (
+    Event,
+    EventKind,
+    Phase,
+    PhaseSpan,
+    Progress,
+    Reason,
+    ScanState,
+    Verdict,
+)
+from firedup.logscan.scanner import LogScanner
+from firedup.logscan.signatures import HINTS
+
+__all__ = [
+    "HINTS",
+    "Event",
+    "EventKind",
+    "LogScanner",
+    "Phase",
+    "PhaseSpan",
+    "Progress",
+    "Reason",
+    "ScanState",
+    "Verdict",
+    "explain",
+    "explain_chunks",
+]
+
+
+def explain(data: bytes, engine: Engine | None = None) -> ScanState:
+    """The final state of a whole log, end of file included."""
+    return explain_chunks((data,), engine)
+
+
+def explain_chunks(chunks: Iterable[bytes], engine: Engine | None = None) -> ScanState:
+    """Like `explain`, for a log read piece by piece (a large file, a stream)."""
+    scanner = LogScanner(engine=engine)
+    for chunk in chunks:
+        scanner.feed(chunk)
+    scanner.finish()
+    return scanner.state

@@ -1,0 +1,101 @@
+"""Tracebacks and excerpts: which lines prove a failure, and which exceptions to ignore.
+
+An exception line (`ValueError: ...`) only counts inside a traceback, so prose that happens to
+start with `Error:` stays prose. Several ranks can print their tracebacks at once, so open
+tracebacks are counted, not flagged. `Exception ignored in:` announces a traceback Python
+prints and survives (usually at interpreter shutdown); its exception never fails a run.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from enum import Enum
+
+from firedup.logscan.signatures import EXCEPTION_IGNORED, EXCEPTION_LINE, TRACEBACK_HEADER
+
+FRAME_LINES = 5  # lines kept before the exception line: about two frames and their code
+FOLLOW_LINES = 2  # lines kept after a fatal line that is not an exception (e.g. "Exit code: -9")
+RECENT_LINES = 2
+MAX_EXCERPT_LINES = 9
+MAX_LINE_CHARS = 400
+_MAX_OPEN = 64
+_STALE_AFTER_LINES = 400  # a traceback cut off mid-print must not stay open forever
+
+
+class LineKind(Enum):
+    PLAIN = "plain"
+    HEADER = "header"
+    EXCEPTION = "exception"
+    IGNORED_EXCEPTION = "ignored_exception"
+
+
+class Tracebacks:
+    def __init__(self) -> None:
+        self.open = 0
+        self._tail: deque[str] = deque(maxlen=FRAME_LINES)
+        self._ignore_next = False
+        self._ignoring = False
+        self._quiet_lines = 0
+        self.frames: tuple[str, ...] = ()  # the lines before the last exception line
+
+    def see(self, text: str, message: str) -> LineKind:
+        if message.startswith(EXCEPTION_IGNORED):
+            self._ignore_next = True
+            return LineKind.PLAIN
+        if TRACEBACK_HEADER in message:
+            self.open = min(self.open + 1, _MAX_OPEN)
+            self._tail.clear()
+            self._tail.append(_short(text))
+            self._ignoring, self._ignore_next = self._ignore_next, False
+            self._quiet_lines = 0
+            return LineKind.HEADER
+        if not self.open:
+            return LineKind.PLAIN
+        if EXCEPTION_LINE.match(message):
+            self.open -= 1
+            self.frames = tuple(self._tail)
+            self._tail.clear()
+            ignored, self._ignoring = self._ignoring, False
+            return LineKind.IGNORED_EXCEPTION if ignored else LineKind.EXCEPTION
+        self._tail.append(_short(text))
+        self._quiet_lines += 1
+        if self._quiet_lines > _STALE_AFTER_LINES:
+            self.open = 0
+        return LineKind.PLAIN
+
+
+class Excerpt:
+    """The lines shown with a failure: the exception and the frames above it, or the fatal
+    line with the two lines before and after it."""
+
+    def __init__(self) -> None:
+        self.lines: tuple[str, ...] = ()
+        self.has_exception = False
+        self._recent: deque[str] = deque(maxlen=RECENT_LINES)
+        self._follow = 0
+        self._trigger = ""
+
+    def from_line(self, text: str) -> None:
+        self._trigger = _short(text)
+        self.lines = (*self._recent, self._trigger)
+        self.has_exception = False
+        self._follow = FOLLOW_LINES
+
+    def from_exception(self, frames: tuple[str, ...], text: str, *, keep_trigger: bool) -> None:
+        lead = (self._trigger,) if keep_trigger and self._trigger not in frames else ()
+        self.lines = (*lead, *frames, _short(text))[-MAX_EXCERPT_LINES:]
+        self.has_exception = True
+        self._follow = 0
+
+    def note(self, text: str, *, just_set: bool) -> None:
+        """Called for every line after it was judged, so a fatal line is not its own follower."""
+        short = _short(text)
+        if self._follow and not just_set:
+            self.lines = (*self.lines, short)[:MAX_EXCERPT_LINES]
+            self._follow -= 1
+        self._recent.append(short)
+
+
+def _short(text: str) -> str:
+    text = text.rstrip()
+    return text if len(text) <= MAX_LINE_CHARS else text[: MAX_LINE_CHARS - 1] + "…"

@@ -1,0 +1,155 @@
+"""The values the log classifier hands out: verdicts, phases, reasons, events and state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from firedup.inventory import Engine
+
+
+class Verdict(StrEnum):
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Phase(StrEnum):
+    """Startup phases in the order a healthy server walks through them."""
+
+    LAUNCHING = "launching"
+    INIT_DISTRIBUTED = "init_distributed"
+    LOADING_WEIGHTS = "loading_weights"
+    KV_CACHE = "kv_cache"
+    CUDA_GRAPH = "cuda_graph"
+    DRAFT_LOADING = "draft_loading"
+    DRAFT_CUDA_GRAPH = "draft_cuda_graph"
+    HTTP_UP = "http_up"
+    WARMUP = "warmup"
+    READY = "ready"
+
+    @property
+    def order(self) -> int:
+        return _PHASE_ORDER[self]
+
+
+_PHASE_ORDER = {phase: index for index, phase in enumerate(Phase)}
+
+
+class Reason(StrEnum):
+    OOM = "oom"
+    CONTEXT_LENGTH = "context_length"
+    MISSING_MODEL_HOOK = "missing_model_hook"
+    NCCL = "nccl"
+    PORT_IN_USE = "port_in_use"
+    MODEL_NOT_FOUND = "model_not_found"
+    CUDA_GRAPH_CAPTURE = "cuda_graph_capture"
+    WARMUP_FAILED = "warmup_failed"
+    ENGINE_INIT = "engine_init"
+    KILLED = "killed"
+    CRASH = "crash"
+
+    @property
+    def rank(self) -> int:
+        """How much a reason says: a more telling one replaces a vaguer one, never the reverse.
+
+        A summary such as "Engine core initialization failed" or a sigquit line often arrives
+        before or after the exception that explains it; the exception must win either way.
+        """
+        return _GENERIC_RANK.get(self, 3)
+
+
+_GENERIC_RANK = {Reason.ENGINE_INIT: 2, Reason.CRASH: 1, Reason.KILLED: 0}
+
+
+class EventKind(StrEnum):
+    PHASE = "phase"
+    PROGRESS = "progress"
+    WARNING = "warning"
+    FATAL = "fatal"
+    READY = "ready"
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One tqdm bar reading, e.g. `Capturing batches (bs=48 ...)` at 0/23."""
+
+    label: str
+    done: int
+    total: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"label": self.label, "done": self.done, "total": self.total}
+
+
+@dataclass(frozen=True)
+class PhaseSpan:
+    phase: Phase
+    start: datetime | None
+    end: datetime | None
+
+    @property
+    def duration_s(self) -> float | None:
+        if self.start is None or self.end is None:
+            return None
+        return (self.end - self.start).total_seconds()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase.value,
+            "start": _iso(self.start),
+            "end": _iso(self.end),
+            "duration_s": self.duration_s,
+        }
+
+
+@dataclass(frozen=True)
+class Event:
+    """Something a chunk completed: a phase entered, a bar moved, a warning, a fatal, ready."""
+
+    kind: EventKind
+    phase: Phase
+    text: str
+    progress: Progress | None = None
+    timestamp: datetime | None = None
+    reason: Reason | None = None
+
+
+@dataclass(frozen=True)
+class ScanState:
+    """A snapshot of everything the classifier knows after the bytes fed so far."""
+
+    verdict: Verdict
+    phase: Phase
+    reason: Reason | None
+    hint: str | None
+    excerpt: tuple[str, ...]
+    progress: Progress | None
+    engine: Engine | None
+    phases: tuple[PhaseSpan, ...]
+    bytes_seen: int
+    lines_seen: int
+    last_line: str
+    last_timestamp: datetime | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "engine": self.engine.value if self.engine else None,
+            "phase": self.phase.value,
+            "reason": self.reason.value if self.reason else None,
+            "hint": self.hint,
+            "excerpt": list(self.excerpt),
+            "phases": [span.to_json() for span in self.phases],
+            "progress": self.progress.to_json() if self.progress else None,
+            "bytes_seen": self.bytes_seen,
+            "lines_seen": self.lines_seen,
+            "last_line": self.last_line,
+            "last_timestamp": _iso(self.last_timestamp),
+        }
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment else None

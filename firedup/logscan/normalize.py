@@ -1,0 +1,206 @@
+"""From one raw log segment to a `Line`: clean text, the engine's message, and a timestamp.
+
+A segment is what lies between two `\\r`/`\\n` bytes. Field logs arrive dressed in layers we
+peel in order: terminal colour (escape bytes, or caret text `^[[0;36m` after a copy-paste),
+NUL and other control bytes, then wrapper prefixes added by whatever collected the log
+(docker --timestamps, compose `svc  | `, journalctl, kubectl --prefix, k9s borders), then the
+engine's own prefix (SGLang `[date time RANKS]`, vLLM `(Proc pid=N) LEVEL MM-DD time [file:N]`,
+uvicorn `INFO:     `, third-party `date time,ms - LEVEL - `).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+# (year, month, day, hour, minute, second, microsecond); None where the log omits it.
+RawStamp = tuple[int | None, int | None, int | None, int, int, int, int]
+
+_ANSI = re.compile(
+    r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"
+)
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+_WRAPPER = re.compile(
+    r"(?P<k9s>[│┃║]\s?)"
+    r"|(?P<kube>\[pod/[^\]]*\]\s)"
+    r"|(?:(?P<jmon>[A-Z][a-z]{2}) +(?P<jday>\d{1,2}) (?P<jtime>\d\d:\d\d:\d\d)"
+    r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)[+-]\d{4}) \S+ [\w.@/:-]+(?:\[\d+\])?: "
+    r"|(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]\d\d:?\d\d)? "
+    r"|(?P<compose>[\w.-]+ +\| ?)"
+)
+_K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
+
+_SGLANG = re.compile(
+    r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
+    r"(?P<ranks>(?: [A-Z_]+\d+)*)\] ?"
+)
+_VLLM_PROC = re.compile(r"\((?P<proc>[^()]*?)\bpid=\d+(?:, ip=[\w.:]+)?\) ")
+_VLLM_LEVEL = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
+    r"(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? \[?[^\s\]]+:\d+\] ?"
+)
+_THIRD_PARTY = re.compile(
+    r"(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d),(?P<frac>\d{3}) - (?P<level>[A-Z]+) - "
+)
+_UVICORN_LEVEL = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
+
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    text: str  # what a human should see: colour, control bytes and wrappers removed
+    message: str  # the engine's message with its own prefix removed
+    stamp: RawStamp | None
+    ranks: str = ""  # SGLang rank tag ("TP3", "DP0 TP0") or vLLM process name; "" if none
+    level: str = ""
+
+
+def clean(raw: bytes) -> str:
+    text = raw.decode("utf-8", "replace")
+    if "\x1b" in text or "^[" in text:
+        text = _ANSI.sub("", text)
+    if not text.isprintable():
+        text = _CONTROL.sub("", text)
+    return text
+
+
+def parse_line(text: str) -> Line:
+    stamp: RawStamp | None = None
+    for _ in range(4):  # wrappers nest (k9s around compose around docker), never deeper
+        match = _WRAPPER.match(text)
+        if match is None:
+            break
+        stamp = _wrapper_stamp(match) or stamp
+        text = text[match.end() :]
+        if match.group("k9s"):
+            text = _K9S_TAIL.sub("", text)
+    message, own_stamp, ranks, level = _engine_prefix(text)
+    return Line(text, message, stamp or own_stamp, ranks, level)
+
+
+def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
+    if match.group("docker"):
+        return _iso_stamp(match.group("docker"))
+    if match.group("jiso"):
+        return _iso_stamp(match.group("jiso"))
+    if match.group("jmon"):
+        month = _MONTHS.get(match.group("jmon"))
+        if month is None:
+            return None
+        return (None, month, int(match.group("jday")), *_hms(match.group("jtime")), 0)
+    return None
+
+
+def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
+    stamp: RawStamp | None = None
+    ranks = level = ""
+    head = text[:1]
+    if head == "(":
+        match = _VLLM_PROC.match(text)
+        if match:
+            ranks = match.group("proc").strip() or "pid"
+            text = text[match.end() :]
+            head = text[:1]
+    if head == "[":
+        match = _SGLANG.match(text)
+        if match:
+            stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
+            ranks = match.group("ranks").strip() or ranks
+            text = text[match.end() :]
+            head = text[:1]
+    elif head.isdigit():
+        match = _THIRD_PARTY.match(text)
+        if match:
+            stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
+            return text[match.end() :], stamp, ranks, match.group("level")
+    if head in ("I", "W", "E", "D", "C", "T"):
+        match = _VLLM_LEVEL.match(text) or _UVICORN_LEVEL.match(text)
+        if match:
+            level = match.group("level")
+            if match.re is _VLLM_LEVEL:
+                month, day = match.group("md").split("-")
+                hms = _hms(match.group("time"))
+                stamp = (None, int(month), int(day), *hms, _micro(match.group("frac")))
+            text = text[match.end() :]
+            if match.re is _VLLM_LEVEL and text[:1] in ("I", "W", "E", "D", "C", "T"):
+                uvicorn = _UVICORN_LEVEL.match(text)
+                text = text[uvicorn.end() :] if uvicorn else text
+    return text, stamp, ranks, level
+
+
+def _stamp(date: str | None, time: str, frac: str | None) -> RawStamp:
+    if date is None:
+        return (None, None, None, *_hms(time), _micro(frac))
+    year, month, day = date.split("-")
+    return (int(year), int(month), int(day), *_hms(time), _micro(frac))
+
+
+def _iso_stamp(text: str) -> RawStamp:
+    date, _, rest = text.partition("T")
+    time, _, frac = rest.partition(".")
+    return _stamp(date, time, frac or None)
+
+
+def _hms(time: str) -> tuple[int, int, int]:
+    hour, minute, second = time.split(":")
+    return int(hour), int(minute), int(second)
+
+
+def _micro(frac: str | None) -> int:
+    return int(frac[:6].ljust(6, "0")) if frac else 0
+
+
+class Clock:
+    """Turns partial timestamps into datetimes, borrowing what they omit from earlier lines.
+
+    vLLM and journalctl print no year and old SGLang prints only the time of day; the missing
+    parts come from the last complete timestamp (1900-01-01 when there is none yet), and a
+    time-only stamp that jumps back by more than 12 hours has crossed midnight.
+    """
+
+    def __init__(self) -> None:
+        self.last: datetime | None = None
+        self._year: int | None = None
+        self._cache: tuple[RawStamp, datetime] | None = None
+
+    def resolve(self, raw: RawStamp | None) -> datetime | None:
+        if raw is None:
+            return None
+        if self._cache is not None and self._cache[0] == raw:
+            return self._cache[1]
+        moment = self._build(raw)
+        if moment is not None:
+            self.last = moment
+            self._cache = (raw, moment)
+        return moment
+
+    def _build(self, raw: RawStamp) -> datetime | None:
+        year, month, day, hour, minute, second, micro = raw
+        try:
+            if year is not None and month is not None and day is not None:
+                self._year = year
+                return datetime(year, month, day, hour, minute, second, micro)
+            if month is not None and day is not None:
+                return datetime(
+                    self._guess_year(month, day), month, day, hour, minute, second, micro
+                )
+            return self._time_only(hour, minute, second, micro)
+        except ValueError:  # an impossible date is noise, not a reason to fail the scan
+            return None
+
+    def _guess_year(self, month: int, day: int) -> int:
+        year = self._year or (self.last.year if self.last else 1900)
+        if (month, day) == (2, 29) and year % 4:
+            return 2000
+        return year
+
+    def _time_only(self, hour: int, minute: int, second: int, micro: int) -> datetime:
+        base = self.last or datetime(1900, 1, 1)
+        moment = base.replace(hour=hour, minute=minute, second=second, microsecond=micro)
+        if self.last is not None and moment < self.last - timedelta(hours=12):
+            moment += timedelta(days=1)
+        return moment

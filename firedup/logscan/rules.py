@@ -1,0 +1,133 @@
+"""What moves a startup forward: phase markers, engine markers and tqdm bars, as data.
+
+Each marker has a literal `needle` tested first (cheap `in` on every line) and an optional
+regex for the rare lines that contain it. Strings come from engines.md §2 and §8.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from firedup.inventory import Engine
+from firedup.logscan.model import Phase, Progress
+
+
+@dataclass(frozen=True)
+class Marker:
+    needle: str
+    phase: Phase
+    pattern: re.Pattern[str] | None = None
+    engine: Engine | None = None  # None: the marker means the same for every engine
+    after: Phase | None = None  # only counts once the phase has reached this one
+    per_rank: bool = False  # SGLang repeats it per rank for the EAGLE draft: a repeat is the draft
+
+
+def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)
+
+
+MARKERS: tuple[Marker, ...] = (
+    # SGLang (engines.md §2); the 0.5.23 capture dialect reads "Capture draft decode CUDA graph".
+    Marker("Init torch distributed begin", Phase.INIT_DISTRIBUTED, per_rank=True),
+    Marker("Load weight begin", Phase.LOADING_WEIGHTS, per_rank=True),
+    Marker("Load weight end", Phase.DRAFT_LOADING, _re(r"type=\w*(?:Eagle|EAGLE|Draft|MTP|NextN)")),
+    Marker("Load weight end", Phase.LOADING_WEIGHTS, per_rank=True),
+    Marker("KV Cache is allocated", Phase.KV_CACHE, per_rank=True),
+    Marker("Memory pool end", Phase.KV_CACHE, per_rank=True),
+    Marker("raph begin", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?cuda graph begin")),
+    Marker("raph begin", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?cuda graph begin")),
+    Marker("Uvicorn running on", Phase.HTTP_UP),
+    Marker("Started server process", Phase.HTTP_UP),
+    Marker("Application startup complete", Phase.READY, engine=Engine.VLLM),
+    Marker("Application startup complete", Phase.HTTP_UP),
+    Marker("model_info HTTP/1.", Phase.WARMUP, _re(r'"GET /(?:get_)?model_info HTTP/1\.\d" 200')),
+    Marker("Prefill batch", Phase.WARMUP, engine=Engine.SGLANG, after=Phase.HTTP_UP),
+    Marker("The server is fired up and ready to roll", Phase.READY),
+    # vLLM (engines.md §8). torch.compile runs inside the memory profiling that sizes the KV
+    # cache, so its lines count as kv_cache; vLLM loads its drafter inside loading_weights.
+    Marker("world size", Phase.INIT_DISTRIBUTED, _re(r"rank \d+ in world size \d+ is assigned")),
+    Marker("world_size=", Phase.INIT_DISTRIBUTED, _re(r"world_size=\d+ rank=\d+")),
+    Marker("Starting to load model", Phase.LOADING_WEIGHTS),
+    Marker("Loading weights took", Phase.LOADING_WEIGHTS),
+    Marker("Model loading took", Phase.LOADING_WEIGHTS),
+    Marker("Dynamo bytecode transform time", Phase.KV_CACHE),
+    Marker("torch.compile takes", Phase.KV_CACHE),
+    Marker("Memory profiling takes", Phase.KV_CACHE),
+    Marker("Available KV cache memory", Phase.KV_CACHE),
+    Marker("GPU KV cache size", Phase.KV_CACHE),
+    Marker("# GPU blocks:", Phase.KV_CACHE),
+    Marker("Capturing cudagraphs", Phase.CUDA_GRAPH),
+    Marker("Graph capturing finished", Phase.CUDA_GRAPH),
+    Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
+    Marker("Available routes are", Phase.HTTP_UP),
+)
+
+# Bars name the phase they belong to when the phase lines are missing (--log-level warning).
+BAR_PHASES: tuple[tuple[str, Phase], ...] = (
+    ("Loading safetensors checkpoint shards", Phase.LOADING_WEIGHTS),
+    ("Loading pt checkpoint shards", Phase.LOADING_WEIGHTS),
+    ("Multi-thread loading shards", Phase.LOADING_WEIGHTS),
+    ("Capturing batches", Phase.CUDA_GRAPH),
+    ("Capturing CUDA graphs", Phase.CUDA_GRAPH),
+)
+
+ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
+    ("server_args=ServerArgs(", Engine.SGLANG),
+    ("fired up and ready to roll", Engine.SGLANG),
+    ("Scheduler hit an exception", Engine.SGLANG),
+    ("Received sigquit from a child", Engine.SGLANG),
+    ("Init torch distributed begin", Engine.SGLANG),
+    ("Load weight begin", Engine.SGLANG),
+    ("KV Cache is allocated", Engine.SGLANG),
+    ("sglang", Engine.SGLANG),
+    ("SGLang", Engine.SGLANG),
+    ("vLLM", Engine.VLLM),
+    ("vllm serve", Engine.VLLM),
+    ("vllm.entrypoints", Engine.VLLM),
+    ("Initializing a V1 LLM engine", Engine.VLLM),
+    ("Initializing an LLM engine", Engine.VLLM),
+    ("non-default args:", Engine.VLLM),
+    ("EngineCore", Engine.VLLM),
+)
+# vLLM process-name prefixes; "(pid=N)" alone is Ray's and says nothing about the engine.
+VLLM_PROCESSES = ("APIServer", "EngineCore", "VllmWorker", "Worker_", "RayWorkerWrapper")
+_SGLANG_RANKS = re.compile(r"[A-Z_]+\d+(?: [A-Z_]+\d+)*$")
+
+BAR = re.compile(
+    r"\s*(?:(?P<label>[^|]*?):\s*)?(?P<pct>\d{1,3})%(?: Completed)?\s?\|(?:[^|]*\|)?"
+    r"\s*(?P<done>\d+)/(?P<total>\d+) \[(?P<times>[^\]]*)(?P<close>\])?"
+)
+
+
+def parse_bar(message: str) -> tuple[Progress, int, bool] | None:
+    """A tqdm bar reading, where it ends in `message`, and whether it is complete (`]`)."""
+    if "%" not in message or "/" not in message:
+        return None
+    match = BAR.match(message)
+    if match is None:
+        return None
+    done, total = int(match.group("done")), int(match.group("total"))
+    if done > total:
+        return None
+    label = (match.group("label") or "").strip()
+    return Progress(label, done, total), match.end(), match.group("close") is not None
+
+
+def bar_phase(progress: Progress) -> Phase | None:
+    for needle, phase in BAR_PHASES:
+        if progress.label.startswith(needle):
+            return phase
+    return None
+
+
+def detect_engine(message: str, ranks: str) -> Engine | None:
+    if ranks:
+        if ranks.startswith(VLLM_PROCESSES):
+            return Engine.VLLM
+        if _SGLANG_RANKS.match(ranks):
+            return Engine.SGLANG
+    for needle, engine in ENGINE_MARKERS:
+        if needle in message:
+            return engine
+    return None

@@ -1,0 +1,203 @@
+"""Failure signatures as data: needle -> regex -> reason, plus the hint each reason carries.
+
+A *strong* signature fails a startup wherever it appears (only a dying server prints it). A
+*weak* one names the reason of an exception line inside a traceback, or sharpens a failure
+already seen; alone it is a warning, because the same words also appear in harmless places
+(the context-length text is a warning when SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1, an OOM
+can be one request's error after ready). Rows are in priority order: when one line matches
+several rows, the first row names the reason and any strong row makes the line fatal.
+Strings come from engines.md §3, §4, §5 and §8.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from firedup.logscan.model import Reason
+
+
+@dataclass(frozen=True)
+class Signature:
+    needle: str  # lower-case literal every matching line contains
+    pattern: re.Pattern[str]
+    reason: Reason
+    strong: bool
+
+
+def S(reason: Reason, needle: str, pattern: str) -> Signature:
+    """A strong row: fatal wherever it appears."""
+    return Signature(needle, re.compile(pattern, re.IGNORECASE), reason, True)
+
+
+def W(reason: Reason, needle: str, pattern: str) -> Signature:
+    """A weak row: names an exception's reason, or sharpens a failure already seen."""
+    return Signature(needle, re.compile(pattern, re.IGNORECASE), reason, False)
+
+
+R = Reason
+SIGNATURES: tuple[Signature, ...] = (
+    W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
+    W(R.CONTEXT_LENGTH, "max_model_len", r"max_model_len \(\d+\) is greater than the derived"),
+    S(
+        R.CONTEXT_LENGTH,
+        "max seq len",
+        r"max seq len \(\d+\) is larger than the maximum number of tokens",
+    ),
+    W(
+        R.MISSING_MODEL_HOOK,
+        "has no attribute",
+        r"'\w*(?:For\w+|Model|Eagle\w*)' object has no attribute '\w+'",
+    ),
+    W(R.MISSING_MODEL_HOOK, "does not support", r"language_model does not support"),
+    S(R.OOM, "memory", r"not enough memory\. please try to increase --mem-fraction-static"),
+    S(R.OOM, "memory", r"no available memory for the cache blocks"),
+    S(R.OOM, "memory", r"free memory on device .* is less than desired gpu memory utilization"),
+    W(R.OOM, "out of memory", r"(?:cuda|hip)(?: error:)? out of memory|outofmemoryerror"),
+    W(R.OOM, "outofmemory", r"outofmemoryerror"),
+    S(R.NCCL, "watchdog caught", r"watchdog caught collective operation timeout"),
+    W(
+        R.NCCL,
+        "nccl",
+        r"nccl error|ncclunhandledcudaerror|ncclsystemerror|ncclinternalerror|ncclinvalidusage",
+    ),
+    W(R.NCCL, "distbackenderror", r"distbackenderror"),
+    W(R.NCCL, "distnetworkerror", r"distnetworkerror"),
+    W(R.NCCL, "timed out waiting", r"timed out waiting \d+ ?ms"),
+    S(
+        R.PORT_IN_USE,
+        "failed to listen",
+        r"server socket has failed to listen on any local network address",
+    ),
+    S(R.PORT_IN_USE, "already in use", r"address already in use|port is already in use"),
+    S(R.PORT_IN_USE, "errno 98", r"\[errno 98\]"),
+    S(R.PORT_IN_USE, "attempting to bind", r"error while attempting to bind on address"),
+    S(R.PORT_IN_USE, "is not available in", r"at \d+ is not available in \d+ seconds"),
+    W(R.MODEL_NOT_FOUND, "not found for url", r"repository not found for url"),
+    W(R.MODEL_NOT_FOUND, "notfounderror", r"(?:repository|localentry|entry)notfounderror"),
+    W(R.MODEL_NOT_FOUND, "not a valid model identifier", r"is not a valid model identifier"),
+    W(
+        R.MODEL_NOT_FOUND,
+        "config.json",
+        r"does not appear to have a file named config\.json|no such file or dir\w*: .*config\.json",
+    ),
+    W(
+        R.MODEL_NOT_FOUND,
+        "can't load",
+        r"can't load (?:the configuration|tokenizer|the tokenizer) (?:of|for)",
+    ),
+    W(R.MODEL_NOT_FOUND, "cannot find any model weights", r"cannot find any model weights"),
+    W(
+        R.MODEL_NOT_FOUND,
+        "repo",
+        r"hfvalidationerror|repo id must|gatedrepoerror|cannot access gated repo",
+    ),
+    W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
+    S(R.CUDA_GRAPH_CAPTURE, "capture cuda graph failed", r"capture cuda graph failed"),
+    S(R.WARMUP_FAILED, "warmup error", r"initialization failed\. warmup error"),
+    S(
+        R.ENGINE_INIT,
+        "initialization failed",
+        r"initialization failed\. please see the error messages above",
+    ),
+    S(R.ENGINE_INIT, "initialization failed", r"engine core initialization failed"),
+    S(R.ENGINE_INIT, "failed to start", r"(?:enginecore|workerproc) failed to start"),
+    S(R.ENGINE_INIT, "timed out waiting", r"timed out waiting for engine core processes to start"),
+    S(R.ENGINE_INIT, "engine process failed to start", r"engine process failed to start"),
+    S(R.CRASH, "hit an exception", r"hit an exception"),
+    S(R.CRASH, "exception in worker", r"exception in worker \S+ while processing"),
+    S(R.CRASH, "fatal error", r"enginecore encountered a fatal error|fatal python error"),
+    S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
+    S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
+    S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),
+    S(R.CRASH, "segmentation fault", r"segmentation fault"),
+    S(R.CRASH, "terminate called", r"terminate called after throwing"),
+    W(R.CRASH, "illegal memory access", r"an illegal memory access was encountered"),
+    W(R.CRASH, "device-side assert", r"device-side assert"),
+    S(R.KILLED, "received sigquit from a child", r"received sigquit from a child"),
+    S(R.KILLED, "sigquit received", r"sigquit received"),
+    S(R.KILLED, "scheduler is dead", r"scheduler is dead"),
+    S(R.KILLED, "died during initialization", r"scheduler died during initialization"),
+    S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
+    S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
+    W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
+)
+
+# Scary-looking lines that are part of healthy startups (issue 4 §3). They are checked first
+# and can never fail a run, whatever else they contain.
+HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
+    (needle, re.compile(pattern, re.IGNORECASE))
+    for needle, pattern in (
+        ("custom allreduce", r"setup custom allreduce failed"),
+        ("ignore import error", r"ignore import error"),
+        ("warning", r"(?:deprecation|future|user|runtime|resource)warning:"),
+        ("deprecated", r"\bdeprecated\b"),
+        ("nccl info", r"\bnccl info\b"),
+        ("nccl warn", r"\bnccl warn\b"),
+        ("resource_tracker", r"resource_tracker"),
+        ("[w", r"^\[w(?:\d{4} [\d:.]+)?[^\]]*\]"),  # glog warnings from torch c10d
+        ("exception ignored in", r"^exception ignored in"),
+    )
+)
+
+TRACEBACK_HEADER = "Traceback (most recent call last)"
+EXCEPTION_IGNORED = "Exception ignored in"
+# A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
+EXCEPTION_LINE = re.compile(
+    r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s|:?\s*$)"
+)
+
+HINTS: dict[Reason, str] = {
+    R.OOM: "GPU memory ran out: lower --mem-fraction-static (vLLM: --gpu-memory-utilization), "
+    "lower --cuda-graph-max-bs or the context length, and check that no leftover process "
+    "holds GPU memory (nvidia-smi).",
+    R.CONTEXT_LENGTH: "The requested context is longer than the model's (or the EAGLE draft's) "
+    "config allows: set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in the launch environment "
+    "(vLLM: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) or lower --context-length / --max-model-len.",
+    R.MISSING_MODEL_HOOK: "The model class lacks a method the speculative worker calls "
+    "(get_embed_and_head, set_eagle3_layers_to_capture...): apply the engine patch that "
+    "forwards it to language_model (firedup patches), or upgrade to sglang >= 0.5.10.",
+    R.NCCL: "GPU-to-GPU communication failed or timed out: check every GPU is visible and idle, "
+    "rerun with NCCL_DEBUG=INFO, try --disable-custom-all-reduce or NCCL_P2P_DISABLE=1; "
+    "multi-node: check --dist-init-addr and NCCL_SOCKET_IFNAME.",
+    R.PORT_IN_USE: "The port is already taken, often by an earlier server still running: stop "
+    "it (fab stop) or choose another --port; `ss -tlnp` shows the holder.",
+    R.MODEL_NOT_FOUND: "The model could not be found or opened: check that --model-path (and "
+    "the draft model path) exists on the node with config.json and weights, or that HF_TOKEN "
+    "grants access to a gated repo.",
+    R.CUDA_GRAPH_CAPTURE: "CUDA graph capture failed: lower --mem-fraction-static, lower "
+    "--cuda-graph-max-bs, or as a last resort --disable-cuda-graph.",
+    R.WARMUP_FAILED: "The model loaded but the warmup request failed: read the excerpt; raise "
+    "SGLANG_WARMUP_TIMEOUT if the first request is just slow, or use --skip-server-warmup.",
+    R.ENGINE_INIT: "The engine failed while initializing; the root cause is the first error in "
+    "the excerpt. If vLLM timed out waiting for the engine core, raise "
+    "VLLM_ENGINE_READY_TIMEOUT_S.",
+    R.KILLED: "A server process was killed without a Python error (exit code -9 is SIGKILL, "
+    "often the kernel OOM killer): check `dmesg -T | grep -i oom` and host memory, and "
+    "whether someone stopped the server.",
+    R.CRASH: "The server died of an error firedup has no signature for: read the excerpt; if it "
+    "recurs, add the log as a fixture pair (docs/log-analysis.md).",
+}
+
+
+@dataclass(frozen=True)
+class Match:
+    reason: Reason
+    strong: bool
+
+
+def match_signature(message: str) -> Match | None:
+    """The reason a line names, if any, and whether it is fatal by itself."""
+    lower = message.lower()
+    found: Reason | None = None
+    strong = False
+    for sig in SIGNATURES:
+        if sig.needle in lower and sig.pattern.search(message):
+            found = found or sig.reason
+            strong = strong or sig.strong
+    return Match(found, strong) if found is not None else None
+
+
+def is_harmless(message: str) -> bool:
+    lower = message.lower()
+    return any(needle in lower and pattern.search(message) for needle, pattern in HARMLESS)
