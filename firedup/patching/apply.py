@@ -7,7 +7,9 @@ unambiguous. Anything else is a `HunkConflict` naming the file and the hunk.
 
 from __future__ import annotations
 
-from firedup.patching.diff import FilePatch, Hunk, split_lines
+from enum import Enum
+
+from firedup.patching.diff import FilePatch, Hunk, Op, split_lines
 
 
 class HunkConflict(Exception):
@@ -40,18 +42,55 @@ def _first_difference(lines: list[bytes], old: list[bytes], at: int) -> str:
     return "no match"
 
 
-def _place(lines: list[bytes], old: list[bytes], expected: int, floor: int) -> int | str:
+class Anchor(Enum):
+    NONE = "none"
+    START = "start"
+    END = "end"
+
+
+def anchor(hunk: Hunk, start: int) -> Anchor:
+    """Shorter context on one side means diff met the file's edge there (GNU patch's rule).
+
+    This is what makes an appending hunk (`x = 1` then `+y = 2`, nothing after) refuse an
+    already-patched file instead of appending twice.
+    """
+    ops = [ln.op for ln in hunk.lines]
+    lead = next((i for i, op in enumerate(ops) if op is not Op.CONTEXT), len(ops))
+    trail = next((i for i, op in enumerate(reversed(ops)) if op is not Op.CONTEXT), len(ops))
+    if lead < trail and start == 0:
+        return Anchor.START
+    if trail < lead:
+        return Anchor.END
+    return Anchor.NONE
+
+
+def _place_anchored(
+    lines: list[bytes], old: list[bytes], at: int, floor: int, edge: str
+) -> int | str:
+    if at >= floor and _matches(lines, old, at):
+        return at
+    reason = _first_difference(lines, old, max(at, floor))
+    return f"must sit at the {edge} of the file (its context stops there): {reason}"
+
+
+def _place(
+    lines: list[bytes], old: list[bytes], expected: int, floor: int, edge: Anchor
+) -> int | str:
     """Where the hunk's old side sits: an index, or the reason it sits nowhere."""
     if not old:  # pure insertion without context: only its stated position is meaningful
         return expected if floor <= expected <= len(lines) else "insertion point out of range"
+    if edge is Anchor.START:
+        return _place_anchored(lines, old, 0, floor, "start")
+    if edge is Anchor.END:
+        return _place_anchored(lines, old, len(lines) - len(old), floor, "end")
     if expected >= floor and _matches(lines, old, expected):
         return expected
     found = [at for at in range(floor, len(lines) - len(old) + 1) if _matches(lines, old, at)]
     if len(found) == 1:
         return found[0]
     if found:
-        where = ", ".join(str(at + 1) for at in found[:5])
-        return f"context is ambiguous: it matches at lines {where}; refusing to guess"
+        lines_at = ", ".join(str(at + 1) for at in found[:5])
+        return f"context is ambiguous: it matches at lines {lines_at}; refusing to guess"
     return _first_difference(lines, old, max(expected, floor))
 
 
@@ -76,11 +115,11 @@ def apply_patch(original: bytes | None, patch: FilePatch, *, reverse: bool = Fal
     cursor = drift = 0
     for n, hunk in enumerate(patch.hunks, start=1):
         old, new = hunk.side(new=reverse), hunk.side(new=not reverse)
-        expected = _start(hunk, reverse=reverse) + drift
-        at = _place(lines, old, expected, cursor)
+        start = _start(hunk, reverse=reverse)
+        at = _place(lines, old, start + drift, cursor, anchor(hunk, start))
         if isinstance(at, str):
             raise HunkConflict(patch.path, n, hunk.header, at)
-        drift = at - _start(hunk, reverse=reverse)
+        drift = at - start
         out.extend(lines[cursor:at])
         out.extend(new)
         cursor = at + len(old)

@@ -88,11 +88,16 @@ def _classify_one(patch: Patch, target: PackageTarget, current: Contents) -> Pat
         detail = f"installed {target.version}, patch is for {patch.manifest.versions}"
         return outcome(PatchStatus.NOT_NEEDED, detail)
     forward = _try_all(patch, target, current, reverse=False)
+    backward = _try_all(patch, target, current, reverse=True)
+    if not isinstance(forward, HunkConflict) and not isinstance(backward, HunkConflict):
+        # Applying twice must never happen, so an undecidable state is a conflict.
+        detail = "applies both forwards and in reverse: cannot tell whether it is applied"
+        return outcome(PatchStatus.CONFLICTS, detail)
     if not isinstance(forward, HunkConflict):
         current.update(forward)
         _verify(patch, target, current)
         return outcome(PatchStatus.WOULD_APPLY)
-    if not isinstance(_try_all(patch, target, current, reverse=True), HunkConflict):
+    if not isinstance(backward, HunkConflict):
         _verify(patch, target, current)
         return outcome(PatchStatus.ALREADY_APPLIED)
     return outcome(PatchStatus.CONFLICTS, str(forward))
