@@ -50,6 +50,18 @@ class ConnectError(DeployError):
     exit_code = 3
 
 
+class TransientConnectError(ConnectError):
+    """A failure that may pass: refused (sshd restarting), dropped, or timed out. Retried."""
+
+
+class ConnectionLostError(TransientConnectError):
+    """An open connection dropped while a command ran; the command's fate is unknown."""
+
+
+class CommandTimeoutError(TransientConnectError):
+    """A command did not finish within its timeout (the node or the link may be frozen)."""
+
+
 @dataclass(frozen=True)
 class CommandResult:
     """What a remote (or local) command did: a value, like Fabric's Result."""

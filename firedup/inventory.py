@@ -7,6 +7,7 @@ expected, and raises InventoryError (exit 2) before any node is contacted.
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -126,7 +127,7 @@ class HostSpec(_Model):
     def _absolute_workdir(cls, value: str) -> str:
         if not value.startswith("/"):
             raise ValueError(f"must be an absolute path on the node, got {value!r}")
-        return value.rstrip("/") or "/"
+        return posixpath.normpath(value)
 
     @model_validator(mode="after")
     def _address_for_ssh(self) -> HostSpec:
@@ -259,7 +260,7 @@ def load_inventory(path: str | Path | None = None) -> Inventory:
     except (OSError, UnicodeDecodeError) as exc:
         raise InventoryError(f"cannot read inventory {chosen}: {exc}") from None
     try:
-        data = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise InventoryError(f"{chosen}: not valid YAML: {exc}".replace("\n", " ")) from None
     return parse_inventory(data, chosen)

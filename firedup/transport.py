@@ -25,7 +25,14 @@ import paramiko
 from fabric import Config, Connection
 from invoke.exceptions import CommandTimedOut
 
-from firedup.errors import CommandResult, ConnectError, RemoteCommandError
+from firedup.errors import (
+    CommandResult,
+    CommandTimeoutError,
+    ConnectError,
+    ConnectionLostError,
+    RemoteCommandError,
+    TransientConnectError,
+)
 from firedup.inventory import HostSpec, KeyPolicy
 
 # Paramiko logs its own tracebacks for refused connections; we report them ourselves.
@@ -35,15 +42,7 @@ KEEPALIVE_S = 30
 CHANNEL_TIMEOUT_S = 15.0
 
 
-class ConnectionLostError(ConnectError):
-    """An open connection dropped while a command ran; the command's fate is unknown."""
-
-
-class CommandTimeoutError(ConnectError):
-    """A command did not finish within its timeout (the node or the link may be frozen)."""
-
-
-class _KeepaliveConnection(Connection):  # type: ignore[misc]
+class _KeepaliveConnection(Connection):
     """A Connection that re-applies keepalive on every (re)open: a reconnect is a new transport."""
 
     def open(self) -> Any:
@@ -133,6 +132,9 @@ class SshNode:
             isinstance(exc, paramiko.SSHException) and self._conn.is_connected
         ):
             return ConnectionLostError(f"{where}: connection lost: {exc or type(exc).__name__}")
+        if isinstance(exc, OSError | paramiko.SSHException):
+            # Refused (sshd restarting), unreachable, banner or channel timeouts: may pass.
+            return TransientConnectError(f"{where}: cannot connect: {exc or type(exc).__name__}")
         return ConnectError(f"{where}: cannot connect: {exc or type(exc).__name__}")
 
     def run(
@@ -248,7 +250,9 @@ class LocalNode:
                 list(argv), capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s
             )
         except subprocess.TimeoutExpired as exc:
-            raise CommandTimeoutError(f"{self.name}: {argv[0]} timed out after {timeout_s} s") from exc
+            raise CommandTimeoutError(
+                f"{self.name}: {argv[0]} timed out after {timeout_s} s"
+            ) from exc
         except FileNotFoundError as exc:
             proc = subprocess.CompletedProcess(list(argv), 127, b"", str(exc).encode())
         result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, self.name)

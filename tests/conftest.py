@@ -96,7 +96,9 @@ def start_sshd(root: Path, port: int | None = None) -> tuple[subprocess.Popen[by
     hostkey, client_key = root / "hostkey", root / "client_key"
     for key in (hostkey, client_key):
         if not key.exists():
-            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+            subprocess.run(
+                ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True
+            )
     shutil.copy(root / "client_key.pub", root / "authorized_keys")
     port = port or free_port()
     config = root / "sshd_config"
@@ -120,8 +122,14 @@ def start_sshd(root: Path, port: int | None = None) -> tuple[subprocess.Popen[by
     known_hosts = root / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{port} {host_pub[0]} {host_pub[1]}\n")
     info = Sshd(
-        "127.0.0.1", port, getpass.getuser(), client_key, known_hosts, " ".join(host_pub[:2]),
-        root, proc.pid,
+        "127.0.0.1",
+        port,
+        getpass.getuser(),
+        client_key,
+        known_hosts,
+        " ".join(host_pub[:2]),
+        root,
+        proc.pid,
     )
     return proc, info
 
@@ -149,7 +157,11 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
 
 def sim_env(**extra: str) -> dict[str, str]:
     """The env a node host needs so its python finds the simulated engines."""
-    return {"PYTHONPATH": SIM_PYTHONPATH, "PATH": f"{SIM_BIN}:/usr/local/bin:/usr/bin:/bin", **extra}
+    return {
+        "PYTHONPATH": SIM_PYTHONPATH,
+        "PATH": f"{SIM_BIN}:/usr/local/bin:/usr/bin:/bin",
+        **extra,
+    }
 
 
 def ssh_host(sshd: Sshd, workdir: Path, deployment: str, **overrides: Any) -> dict[str, Any]:
@@ -182,3 +194,35 @@ def write_inventory(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
+
+
+def session_members(sid: int) -> list[int]:
+    """Live (non-zombie) processes of session `sid`, read from /proc: the test's own view."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        fields = text.rsplit(")", 1)[1].split()
+        if int(fields[3]) == sid and fields[0] != "Z":
+            members.append(int(stat.parent.name))
+    return members
+
+
+FAB = str(REPO / ".venv" / "bin" / "fab")
+
+
+def fab(
+    *args: str, env: dict[str, str] | None = None, timeout_s: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """Run the real `fab` CLI from the repo, as a user would."""
+    return subprocess.run(
+        [FAB, *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        env={**os.environ, **(env or {})},
+        stdin=subprocess.DEVNULL,
+    )

@@ -1,0 +1,128 @@
+"""Render launch scripts from the engine templates (pure, apart from the optional `bash -n`).
+
+Jinja2 runs with StrictUndefined (a typo in a template is an error, not an empty string) and
+keep_trailing_newline; every value reaches the script through the `sh` filter (shlex.quote),
+so a value is always exactly one shell word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from firedup.errors import RenderError
+from firedup.inventory import ArgValue, Deployment, Engine, HostSpec
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# The log classifier reads phase lines that SGLang prints only at info level or below.
+VERBOSE_LEVELS = {"debug", "info"}
+
+
+@dataclass(frozen=True)
+class LaunchScript:
+    text: str
+    engine: Engine
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def _sh(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        raise RenderError(f"refusing to quote {value!r}: booleans and nulls are flags, not values")
+    return shlex.quote(str(value))
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # shell, not HTML: quoting is the `sh` filter's job
+    )
+    env.filters["sh"] = _sh
+    return env
+
+
+Flag = tuple[str, ...]
+
+
+def flag_args(args: Mapping[str, ArgValue]) -> list[Flag]:
+    """Inventory args to argv groups: true -> --flag, false -> omitted, list -> --flag v1 v2."""
+    flags: list[Flag] = []
+    for key, value in args.items():
+        flag = f"--{key}"
+        if value is True:
+            flags.append((flag,))
+        elif value is False:
+            continue
+        elif isinstance(value, list):
+            flags.append((flag, *(str(v) for v in value)))
+        else:
+            flags.append((flag, str(value)))
+    return flags
+
+
+def engine_args(deployment: Deployment) -> list[Flag]:
+    """The engine-specific arguments after model, host and port, one group per flag."""
+    args = dict(deployment.args)
+    if deployment.engine is Engine.SGLANG:
+        level = str(args.pop("log-level", "info"))
+        if level not in VERBOSE_LEVELS:
+            raise RenderError(
+                f"deployment {deployment.name}: args.log-level is {level!r}; firedup reads "
+                "SGLang's phase lines, which appear only at 'info' or 'debug'"
+            )
+        return [*flag_args(args), ("--log-level", level)]
+    return flag_args(args)
+
+
+def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
+    """The launch environment: host env first, the deployment's wins on a clash."""
+    return {**host.env, **deployment.env}
+
+
+def render_launch(
+    host: HostSpec, deployment: Deployment, *, run_id: str, rundir: str
+) -> LaunchScript:
+    context = {
+        "host": host,
+        "deployment": deployment,
+        "run_id": run_id,
+        "rundir": rundir,
+        "env": launch_env(host, deployment),
+        "engine_args": engine_args(deployment),
+    }
+    name = f"{deployment.engine.value}/launch.sh.j2"
+    try:
+        text = _environment().get_template(name).render(**context)
+    except jinja2.TemplateNotFound:
+        raise RenderError(
+            f"no launch template for engine {deployment.engine.value}: {name}"
+        ) from None
+    except jinja2.UndefinedError as exc:
+        raise RenderError(f"template {name}: {exc.message}") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise RenderError(f"template {exc.filename}:{exc.lineno}: {exc.message}") from None
+    return LaunchScript(text=text, engine=deployment.engine)
+
+
+def check_bash_syntax(script: LaunchScript) -> None:
+    """`bash -n`: a rendered script that does not parse never reaches a node."""
+    proc = subprocess.run(
+        ["bash", "-n", "/dev/stdin"], input=script.text.encode(), capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RenderError(
+            f"rendered launch script is not valid bash: {proc.stderr.decode().strip()}"
+        )

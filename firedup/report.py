@@ -1,0 +1,46 @@
+"""Human-readable text for progress and status (pure: returns strings, prints nothing)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from firedup.readiness import Signals, WaitStatus
+
+
+def _mark(ok: bool) -> str:
+    return "yes" if ok else "no"
+
+
+def signals_text(signals: Signals) -> str:
+    text = (
+        f"alive={_mark(signals.alive)} ready-line={_mark(signals.log_ready)} "
+        f"listening={_mark(signals.listening)}"
+    )
+    if signals.foreign_listeners:
+        text += f" FOREIGN-LISTENER={','.join(signals.foreign_listeners)}"
+    return text
+
+
+def progress_text(status: WaitStatus) -> str:
+    """One line: phase, bar progress, time waited and each signal."""
+    scan = status.scan
+    bar = ""
+    if scan.progress is not None:
+        bar = f" {scan.progress.label} {scan.progress.done}/{scan.progress.total}"
+    return f"{scan.phase.value}{bar} ({status.elapsed_s:.0f}s) {signals_text(status.signals)}"
+
+
+def progress_key(status: WaitStatus) -> tuple[object, ...]:
+    """What must change for a new plain progress line (off a terminal: one per change)."""
+    return (status.scan.phase, status.signals)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    widths = [len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, len(cell)) for w, cell in zip(widths, row, strict=True)]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in [headers, *rows]
+    ]
+    return "\n".join(lines)

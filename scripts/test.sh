@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh machine: system packages the tests need (openssh-server for
+# the loopback sshd, shellcheck for the rendered scripts), the virtualenv, then lint, types, tests.
+# Extra arguments go to pytest (e.g. scripts/test.sh tests/unit -k render).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v shellcheck > /dev/null || need+=(shellcheck)
+command -v ss > /dev/null || need+=(iproute2)
+command -v ps > /dev/null || need+=(procps)
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "installing system packages: ${need[*]}"
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" > /dev/null
+fi
+scripts/setup.sh
+echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
+echo "== mypy"; .venv/bin/mypy
+echo "== shellcheck"; shellcheck -s bash firedup/sh/*.sh scripts/*.sh
+echo "== pytest"; .venv/bin/python -m pytest "$@"

@@ -1,0 +1,17 @@
+"""The fab namespace: thin adapters over the firedup core."""
+
+from invoke import Collection
+
+from tasks import deploy, ops
+
+ns = Collection()
+for _task in (
+    deploy.deploy,
+    deploy.render,
+    deploy.start,
+    deploy.wait,
+    ops.status,
+    ops.stop,
+    ops.logs,
+):
+    ns.add_task(_task)

@@ -1,0 +1,88 @@
+"""What every task shares: inventory lookup, node opening, and errors turned into exits.
+
+Precedence: CLI flag > config (fabric.yaml `firedup:` section, FIREDUP_* env) > default.
+Expected failures (DeployError) print one clear message and exit with their code, no
+traceback; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from invoke.context import Context
+from invoke.exceptions import Exit
+
+from firedup.errors import DeployError, UsageError
+from firedup.inventory import Inventory, load_inventory
+from firedup.node import Node
+from firedup.transport import open_node
+
+T = TypeVar("T")
+
+HOST_HELP = "inventory host name (see inventory/hosts.yaml)"
+INVENTORY_HELP = "inventory file (default: $FIREDUP_INVENTORY, then inventory/hosts.yaml)"
+
+
+def _config(c: Context, key: str) -> Any:
+    section = c.config.get("firedup", None) if hasattr(c, "config") else None
+    return section.get(key) if section else None
+
+
+def get_inventory(c: Context, path: str | None) -> Inventory:
+    return load_inventory(path or _config(c, "inventory"))
+
+
+def require_host(task: str, host: str | None) -> str:
+    if not host:
+        raise UsageError(f"{task}: --host NAME is required")
+    return host
+
+
+def connect(c: Context, inventory: Inventory, name: str) -> Node:
+    spec = inventory.host(name)
+    config = getattr(c, "config", None)
+    if spec.transport == "ssh" and config is not None and hasattr(config, "connect_kwargs"):
+        return open_node(spec, config=config)
+    return open_node(spec)
+
+
+@contextmanager
+def reporting() -> Iterator[None]:
+    """Turn expected failures into one message on stderr and the error's exit code."""
+    try:
+        yield
+    except DeployError as exc:
+        raise Exit(f"firedup: {exc}", code=exc.exit_code) from None
+    except KeyboardInterrupt:
+        raise Exit("firedup: interrupted", code=130) from None
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+def progress(host: str) -> Callable[[str], None]:
+    """Progress goes to stderr, so stdout stays clean for --json and scripts."""
+
+    def report(message: str) -> None:
+        print(f"[{host}] {message}", file=sys.stderr, flush=True)
+
+    return report
+
+
+def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | DeployError]:
+    """Run `work` for each host in parallel; a failure on one never hides another's outcome."""
+    with ThreadPoolExecutor(max_workers=min(16, max(1, len(names)))) as pool:
+        futures = {name: pool.submit(_capture, work, name) for name in names}
+        return {name: future.result() for name, future in futures.items()}
+
+
+def _capture(work: Callable[[str], T], name: str) -> T | DeployError:
+    try:
+        return work(name)
+    except DeployError as exc:
+        return exc
