@@ -1,4 +1,4 @@
-"""A tqdm look-alike: each refresh is '\\r' + the bar, no newline until close (like tqdm to a file)."""
+"""tqdm look-alike: each refresh is '\\r' + the bar, no newline until close (tqdm to a file)."""
 
 from __future__ import annotations
 

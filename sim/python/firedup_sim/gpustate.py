@@ -47,7 +47,16 @@ def _state_files() -> list[Path]:
     return sorted(state_dir().glob("gpu*.json"))
 
 
+def _sweep_tmp() -> None:
+    for path in state_dir().glob("gpu*.tmp"):
+        pid = int(path.name.split(".")[1])
+        if _start_time(pid) is None:
+            with contextlib.suppress(OSError):
+                path.unlink()
+
+
 def live_usages() -> list[Usage]:
+    _sweep_tmp()
     usages = []
     for path in _state_files():
         try:
@@ -55,6 +64,8 @@ def live_usages() -> list[Usage]:
         except (OSError, ValueError):
             continue
         if _start_time(data["pid"]) != data["start"]:
+            with contextlib.suppress(OSError):
+                path.unlink()  # its process is gone: the driver has freed that memory
             continue
         usages.append(Usage(data["gpu"], data["pid"], data["name"], data["used_mib"]))
     return usages
@@ -85,8 +96,13 @@ class Holder:
 
     def _write(self) -> None:
         pid = os.getpid()
-        data = {"gpu": self.gpu, "pid": pid, "start": _start_time(pid), "name": self.name,
-                "used_mib": self.used}
+        data = {
+            "gpu": self.gpu,
+            "pid": pid,
+            "start": _start_time(pid),
+            "name": self.name,
+            "used_mib": self.used,
+        }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
         os.replace(tmp, self.path)

@@ -3,6 +3,8 @@
 import os
 import sys
 
+from firedup_sim import events
+
 from sglang.srt.entrypoints.http_server import launch_server
 from sglang.srt.server_args import prepare_server_args
 from sglang.srt.utils import kill_process_tree
@@ -12,5 +14,8 @@ if __name__ == "__main__":
 
     try:
         launch_server(server_args)
+    except BaseException:
+        events.record("crashed")
+        raise
     finally:
         kill_process_tree(os.getpid(), include_parent=False)

@@ -13,6 +13,8 @@ def main(argv: list[str] | None = None) -> None:
     if not argv or argv[0] != "serve":
         parser.parse_args(argv)
         return
+    from firedup_sim import events
+
     from sglang.srt.entrypoints.http_server import launch_server
     from sglang.srt.server_args import prepare_server_args
     from sglang.srt.utils import kill_process_tree
@@ -20,6 +22,9 @@ def main(argv: list[str] | None = None) -> None:
     server_args = prepare_server_args(argv[1:], prog="sglang serve")
     try:
         launch_server(server_args)
+    except BaseException:
+        events.record("crashed")
+        raise
     finally:
         kill_process_tree(os.getpid(), include_parent=False)
 

@@ -15,7 +15,7 @@ class Tensor:
         return f"Tensor({self.name}, shape={self.shape})"
 
 
-class dtype(str):  # noqa: N801 - mirrors torch.dtype
+class dtype(str):
     pass
 
 
@@ -23,7 +23,7 @@ bfloat16 = dtype("torch.bfloat16")
 float16 = dtype("torch.float16")
 
 
-class device(str):  # noqa: N801 - mirrors torch.device
+class device(str):
     pass
 
 

@@ -10,7 +10,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from firedup_sim import clock
+from firedup_sim import clock, events
+
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
 from sglang.srt.managers.scheduler import run_scheduler_process
 from sglang.srt.utils import kill_process_tree
@@ -29,6 +30,7 @@ class Subprocesses:
 
 def launch_phase_sigquit_handler(signum: int, frame: Any) -> None:
     logger.error("Received sigquit from a child process. It usually means the child failed.")
+    events.record("crashed")
     kill_process_tree(os.getpid())
 
 

@@ -11,16 +11,13 @@ import threading
 import time
 from typing import Any
 
+from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
+
 from sglang.srt.environ import envs
 from sglang.version import __version__
 
 logger = logging.getLogger("sglang.srt.entrypoints.http_server")
-
-WORDS = (
-    "Paris the capital of France is known for its art culture and history and the river Seine "
-    "flows through the city while people walk along the banks"
-).split()
 
 
 class GlobalState:
@@ -45,20 +42,14 @@ class GlobalState:
 STATE: GlobalState | None = None
 
 
-def completion_text(prompt: str, max_new_tokens: int) -> str:
-    """Deterministic text: the same prompt always gets the same words."""
-    seed = int.from_bytes(hashlib.sha256(prompt.encode()).digest()[:4], "big")
-    return " " + " ".join(WORDS[(seed + i) % len(WORDS)] for i in range(max_new_tokens))
-
-
 class SglangHandler(AccessLoggedHandler):
     def reply_json(self, status: int, payload: Any) -> None:
         self.send_reply(status, json.dumps(payload).encode())
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         self.route("GET", self.read_body())
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         self.route("POST", self.read_body())
 
     def route(self, method: str, body: bytes) -> None:
@@ -152,8 +143,13 @@ def _error(h: SglangHandler, reply: dict | None) -> None:
     message = reply["error"] if reply else "Request timed out"
     h.reply_json(
         500,
-        {"object": "error", "message": message, "type": "InternalServerError", "param": None,
-         "code": 500},
+        {
+            "object": "error",
+            "message": message,
+            "type": "InternalServerError",
+            "param": None,
+            "code": 500,
+        },
     )
 
 

@@ -12,6 +12,7 @@ import urllib.request
 from typing import Any
 
 from firedup_sim import clock, events, modelinfo, uvicorn_like
+
 from sglang.srt.entrypoints import http_api
 from sglang.srt.entrypoints.engine import _launch_subprocesses
 from sglang.srt.server_args import set_global_server_args
@@ -21,12 +22,11 @@ logger = logging.getLogger(__name__)
 
 
 def _check_model_path(path: str) -> None:
-    if os.path.isabs(path) or path.startswith("."):
-        if not os.path.isdir(path):
-            raise OSError(
-                f"Incorrect path_or_model_id: '{path}'. Please provide either the path to a "
-                "local folder or the repo_id of a model on the Hub."
-            )
+    if (os.path.isabs(path) or path.startswith(".")) and not os.path.isdir(path):
+        raise OSError(
+            f"Incorrect path_or_model_id: '{path}'. Please provide either the path to a "
+            "local folder or the repo_id of a model on the Hub."
+        )
     modelinfo.load(path)
 
 
@@ -90,7 +90,6 @@ def launch_server(server_args: Any) -> None:
         log.error(uvicorn_like.bind_error_message(server_args.host, server_args.port, exc))
         log.info("Waiting for application shutdown.")
         log.info("Application shutdown complete.")
-        events.record("crashed")
         sys.exit(1)
     log.info(
         f"Uvicorn running on http://{server_args.host}:{server_args.port} (Press CTRL+C to quit)"
@@ -130,10 +129,18 @@ def _execute_server_warmup(server_args: Any, state: http_api.GlobalState) -> boo
         request_name = "/v1/chat/completions"
         payload: dict[str, Any] = {
             "model": server_args.served_model_name,
-            "messages": [{"role": "user", "content": [
-                {"type": "text", "text": "Describe this image in a very short sentence."},
-                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
-            ]}],
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "text", "text": "Describe this image in a very short sentence."},
+                        {
+                            "type": "image_url",
+                            "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="},
+                        },
+                    ],
+                }
+            ],
             "max_tokens": 8,
             "temperature": 0,
         }
@@ -182,7 +189,7 @@ def _serve_dummy_health(server_args: Any, subprocs: Any) -> None:
     uvicorn_like.error_log.setLevel(logging.WARNING)
 
     class DummyHandler(uvicorn_like.AccessLoggedHandler):
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             ok = self.path.split("?")[0] in ("/health", "/health_generate", "/ping")
             self.send_reply(200 if ok else 404)
 
@@ -192,6 +199,8 @@ def _serve_dummy_health(server_args: Any, subprocs: Any) -> None:
     uvicorn_like.serve_in_thread(server)
     for proc in subprocs.scheduler_procs:
         proc.join()
-        logger.error(f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}")
+        logger.error(
+            f"Scheduler or DataParallelController {proc.pid} terminated with {proc.exitcode}"
+        )
         events.record("crashed")
         kill_process_tree(os.getpid())

@@ -76,7 +76,10 @@ class SchedulerLoop:
         if req.get("warmup"):
             clock.sleep(0.25)  # first real forward: JIT kernels, the 7-19 s gap seen on nodes
         if req.get("warmup") and faults.has("warmup_fail"):
-            return {"ok": False, "error": "Warmup request failed: CUDA error: device-side assert triggered"}
+            return {
+                "ok": False,
+                "error": "Warmup request failed: CUDA error: device-side assert triggered",
+            }
         new_tokens = int(req.get("max_new_tokens", 8))
         clock.sleep(0.002 * new_tokens)
         self.served += 1

@@ -8,6 +8,7 @@ from typing import Any
 
 from firedup_sim import clock, faults
 from firedup_sim.bar import Bar
+
 from sglang.srt._sim_torch import OutOfMemoryError
 from sglang.srt.utils import get_available_gpu_memory
 from sglang.version import __version_tuple__
@@ -45,7 +46,7 @@ def get_batch_sizes_to_capture(server_args: Any) -> list[int]:
             + list(range(272, max(max_bs, 272) + 1, 16))
         )
     else:
-        candidates = [1, 2, 4, 8, 12] + list(range(16, max(max_bs, 16) + 1, 8))
+        candidates = [1, 2, 4, 8, 12, *range(16, max(max_bs, 16) + 1, 8)]
     capture_bs = [bs for bs in candidates if bs <= max_bs]
     return capture_bs or [1]
 
@@ -71,13 +72,16 @@ class CudaGraphRunner:
         try:
             self.capture()
         except RuntimeError as e:
-            raise Exception(f"Capture cuda graph failed: {e}\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}")
+            # No "from e", as in sglang: the log shows "During handling of the above ...".
+            raise Exception(f"Capture cuda graph failed: {e}\n{CUDA_GRAPH_CAPTURE_FAILED_MSG}")  # noqa: B904
 
     def capture(self) -> None:
         slow = faults.has("slow_capture")
         first_s = FIRST_BS_S[self.role] * (12 if slow else 1)
         next_s = NEXT_BS_S * (4 if slow else 1)
-        bar = Bar(len(self.capture_bs), "", "tqdm", self.tp_rank == 0) if self.tp_rank == 0 else None
+        bar = (
+            Bar(len(self.capture_bs), "", "tqdm", self.tp_rank == 0) if self.tp_rank == 0 else None
+        )
         for i, bs in enumerate(reversed(self.capture_bs)):
             if bar is not None:
                 avail_mem = get_available_gpu_memory(self.gpu_id)
@@ -109,13 +113,16 @@ def _backend(model_runner: Any) -> str:
 def _begin_line(model_runner: Any, role: str, capture_bs: list[int], avail: float) -> str:
     if __version_tuple__ < (0, 5, 23):
         name = "cuda graph" if role == "target" else f"{role} cuda graph"
-        return f"Capture {name} begin. This can take up to several minutes. avail mem={avail:.2f} GB"
+        return (
+            f"Capture {name} begin. This can take up to several minutes. avail mem={avail:.2f} GB"
+        )
     args = model_runner.server_args
     spec = args.speculative_algorithm is not None
     tokens = args.speculative_num_draft_tokens if spec and role != "draft" else 1
     head = f"backend={_backend(model_runner)}, num_tokens_per_req={tokens}"
     if role == "target":
-        return f"Capture {_new_name(model_runner, role)} CUDA graph begin. {head}, avail mem={avail:.2f} GB"
+        name = _new_name(model_runner, role)
+        return f"Capture {name} CUDA graph begin. {head}, avail mem={avail:.2f} GB"
     return (
         f"Capture {_new_name(model_runner, role)} CUDA graph begin. {head}, bs={capture_bs}, "
         f"avail mem={avail:.2f} GB"

@@ -8,6 +8,7 @@ import time
 
 from firedup_sim import clock, faults, gpustate
 from firedup_sim.bar import Bar
+
 from sglang.srt._sim_torch import OutOfMemoryError
 from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.distributed import parallel_state
@@ -37,6 +38,7 @@ class ModelRunner:
         tp_rank: int,
         holder: gpustate.Holder,
         is_draft_worker: bool = False,
+        target_num_tokens: int | None = None,
     ) -> None:
         self.model_config = model_config
         self.server_args = server_args
@@ -45,6 +47,7 @@ class ModelRunner:
         self.tp_size = server_args.tp_size
         self.holder = holder
         self.is_draft_worker = is_draft_worker
+        self.target_num_tokens = target_num_tokens
         self.mem_fraction_static = default_mem_fraction(server_args)
         self.eagle_use_aux_hidden_state = False
         self.eagle_aux_hidden_state_layer_ids = None
@@ -100,7 +103,7 @@ class ModelRunner:
         self.model = model_class(self.model_config.hf_config, None)
         shards = max(info.shard_count, 1)
         bar = Bar(shards, "Loading safetensors checkpoint shards", "completed", self.tp_rank == 0)
-        per_shard_s = (0.05 + 0.018 * weight_gb) / shards
+        per_shard_s = (0.05 + 0.015 * weight_gb) / shards
         for i in range(shards):
             clock.sleep(per_shard_s)
             self._maybe_fail_loading(i, shards, weight_gb)
@@ -135,20 +138,19 @@ class ModelRunner:
         info = self.model_config.info
         avail = get_available_gpu_memory(self.gpu_id)
         total_gb = gpustate.TOTAL_MIB / 1024
-        if self.is_draft_worker:
-            rest = min(2.0, avail * 0.05)
+        per_token = info.kv_bytes_per_token(self.tp_size)
+        if self.target_num_tokens is not None:
+            # The draft shares the target's token slots: same #tokens, its own (small) layers.
+            self.max_total_num_tokens = self.target_num_tokens
         else:
             rest = avail - total_gb * (1 - self.mem_fraction_static)
-        per_token = info.kv_bytes_per_token(self.tp_size)
-        self.max_total_num_tokens = int(rest * 1024**3 / per_token) if rest > 0 else 0
+            self.max_total_num_tokens = int(rest * 1024**3 / per_token) if rest > 0 else 0
         if self.server_args.max_total_tokens is not None:
             self.max_total_num_tokens = min(
                 self.max_total_num_tokens, self.server_args.max_total_tokens
             )
         if self.max_total_num_tokens <= 0:
-            raise RuntimeError(
-                "Not enough memory. Please try to increase --mem-fraction-static."
-            )
+            raise RuntimeError("Not enough memory. Please try to increase --mem-fraction-static.")
         clock.sleep(0.05)
         kv_gb = self.max_total_num_tokens * per_token / 1024**3
         self.holder.add_gb(kv_gb)

@@ -31,6 +31,7 @@ class EAGLEWorker:
             target_worker.tp_rank,
             target_worker.holder,
             is_draft_worker=True,
+            target_num_tokens=target_worker.model_runner.max_total_num_tokens,
         )
         self.draft_model = self.draft_model_runner.model
 

@@ -8,7 +8,7 @@ import signal
 import sys
 import traceback
 
-from firedup_sim import gpustate, proctitle
+from firedup_sim import gpustate, proctitle, proctree
 
 logger = logging.getLogger(__name__)
 
@@ -31,37 +31,12 @@ def get_exception_traceback() -> str:
     return "".join(traceback.format_exception(*sys.exc_info()))
 
 
-def _children(pid: int) -> list[int]:
-    """All descendants of pid, found through /proc (what psutil.children(recursive) does)."""
-    parents: dict[int, list[int]] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        ppid = int(stat[stat.rindex(")") + 2 :].split()[1])
-        parents.setdefault(ppid, []).append(int(entry))
-    found, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
-
-
 def kill_process_tree(parent_pid: int | None, include_parent: bool = True) -> None:
     """SIGKILL the children, then the process itself (the shell then sees status 137)."""
     if parent_pid is None:
         parent_pid = os.getpid()
         include_parent = False
-    for child in _children(parent_pid):
-        try:
-            os.kill(child, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    proctree.kill_descendants(parent_pid)
     if include_parent:
         sys.stdout.flush()
         sys.stderr.flush()

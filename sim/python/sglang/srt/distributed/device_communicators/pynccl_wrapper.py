@@ -6,15 +6,15 @@ _NCCL_UNHANDLED_SYSTEM_ERROR = 2
 
 
 class NCCLLibrary:
-    def ncclGetErrorString(self, result: int) -> str:  # noqa: N802 - mirrors the C API
+    def ncclGetErrorString(self, result: int) -> str:
         return "unhandled system error (run with NCCL_DEBUG=INFO for details)"
 
-    def NCCL_CHECK(self, result: int) -> None:  # noqa: N802
+    def NCCL_CHECK(self, result: int) -> None:
         if result != 0:
             error_str = self.ncclGetErrorString(result)
             raise RuntimeError(f"NCCL error: {error_str}")
 
-    def ncclCommInitRank(self, world_size: int, rank: int) -> None:  # noqa: N802
+    def ncclCommInitRank(self, world_size: int, rank: int) -> None:
         if faults.has("nccl_hang"):
             # A rendezvous that never completes: no error, no output, the process stays alive.
             clock.sleep_forever()
