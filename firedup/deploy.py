@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from firedup.inventory import Deployment, HostSpec
 from firedup.node import Node
-from firedup.readiness import WaitStatus, wait_ready
+from firedup.readiness import NO_HOOKS, WaitHooks, WaitOptions, WaitStatus, wait_ready
 from firedup.render import LaunchScript, check_bash_syntax, render_launch
 from firedup.runs import RunMeta, new_run_id, start_run
 
@@ -37,6 +37,15 @@ def plan_deploy(host: HostSpec, deployment: Deployment, run_id: str | None = Non
     return DeployPlan(host=host, deployment=deployment, run_id=run_id, script=script)
 
 
+def wait_options(deployment: Deployment, timeout_s: float | None, tick_s: float) -> WaitOptions:
+    """CLI value > deployment value > default, for the wait's knobs."""
+    return WaitOptions(
+        timeout_s=timeout_s or deployment.ready_timeout_s,
+        tick_s=tick_s,
+        phase_budgets_s=deployment.phase_budgets_s,
+    )
+
+
 def start_plan(
     node: Node,
     plan: DeployPlan,
@@ -58,18 +67,13 @@ def start_plan(
 def apply_deploy(
     node: Node,
     plan: DeployPlan,
+    options: WaitOptions,
+    hooks: WaitHooks = NO_HOOKS,
     *,
     restart: bool = False,
-    timeout_s: float | None = None,
-    poll_s: float = 1.0,
     on_progress: Callable[[str], None] = lambda _m: None,
-    on_status: Callable[[WaitStatus], None] = lambda _s: None,
+    on_started: Callable[[RunMeta], None] = lambda _r: None,
 ) -> WaitStatus:
     run = start_plan(node, plan, restart=restart, on_progress=on_progress)
-    return wait_ready(
-        node,
-        run,
-        timeout_s=timeout_s or plan.deployment.ready_timeout_s,
-        poll_s=poll_s,
-        on_status=on_status,
-    )
+    on_started(run)
+    return wait_ready(node, run, options, hooks)

@@ -77,6 +77,20 @@ class Deployment(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     ready_timeout_s: float = Field(default=1800.0, gt=0)
     patches: list[str] = Field(default_factory=list)
+    phase_budgets_s: dict[str, float] = Field(default_factory=dict)
+
+    @field_validator("phase_budgets_s")
+    @classmethod
+    def _check_budgets(cls, value: dict[str, float]) -> dict[str, float]:
+        from firedup.logscan.model import Phase  # late: logscan itself imports Engine from here
+
+        phases = [p.value for p in Phase]
+        for name, seconds in value.items():
+            if name not in phases:
+                raise ValueError(f"{name!r} is not a phase; phases: {', '.join(phases)}")
+            if seconds <= 0:
+                raise ValueError(f"{name}: a budget must be positive seconds, got {seconds}")
+        return value
 
     @field_validator("env", mode="before")
     @classmethod

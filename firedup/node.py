@@ -51,8 +51,9 @@ class Node(Protocol):
     def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
         """Run argv and yield its stdout in chunks as they arrive, until it exits.
 
-        An idle `timeout_s` without any byte ends the iteration early (the caller decides
-        whether to re-open); closing the iterator stops the command.
+        Each `timeout_s` without a byte yields b"" (a tick: the caller can check other things
+        while the one channel stays open). Closing the iterator stops the command. A dropped
+        connection raises ConnectionLostError.
         """
         ...
 

@@ -34,6 +34,7 @@ class Probe:
     ss_available: bool
     log_size: int | None
     log_chunk: bytes
+    health: int | None = None  # HTTP status of the health endpoint; 0 = no answer; None = not asked
 
     @property
     def alive(self) -> bool:
@@ -86,7 +87,7 @@ def parse_probe(stdout: bytes) -> Probe:
     fields: dict[str, str] = {}
     for raw in stdout.decode("ascii", "replace").splitlines():
         key, sep, value = raw.partition("=")
-        if sep and key in {"now", "pid", "procs", "ss", "log_size", "log"}:
+        if sep and key in {"now", "pid", "procs", "ss", "log_size", "log", "health"}:
             fields[key] = value.strip()
     if "now" not in fields:
         raise ProbeParseError(f"probe output lacks 'now=': {stdout[:200]!r}")
@@ -95,6 +96,7 @@ def parse_probe(stdout: bytes) -> Probe:
     listeners = parse_listeners(_b64(ss, "ss").decode("utf-8", "replace")) if ss_available else ()
     pid = fields.get("pid", "")
     size = fields.get("log_size", "")
+    health = fields.get("health")
     return Probe(
         node_time=float(fields["now"]),
         pid=int(pid) if pid.isdigit() else None,
@@ -103,13 +105,19 @@ def parse_probe(stdout: bytes) -> Probe:
         ss_available=ss_available,
         log_size=int(size) if size.isdigit() else None,
         log_chunk=_b64(fields.get("log", ""), "log"),
+        health=int(health) if health is not None and health.isdigit() else None,
     )
 
 
 def probe_run(
-    node: Node, rundir: str, port: int, offset: int, *, max_bytes: int = MAX_LOG_CHUNK
+    node: Node,
+    rundir: str,
+    port: int,
+    offset: int,
+    *,
+    max_bytes: int = MAX_LOG_CHUNK,
+    health_url: str = "",
 ) -> Probe:
-    result = run_script(
-        node, "probe", rundir, str(port), str(offset), str(max_bytes), timeout_s=30, what="probe"
-    )
+    args = (rundir, str(port), str(offset), str(max_bytes), health_url)
+    result = run_script(node, "probe", *args, timeout_s=30, what="probe")
     return parse_probe(result.stdout)

@@ -1,32 +1,41 @@
-"""Waiting for a run to be ready: one tenacity loop over probes of the node.
+"""Waiting for a run to be truly ready, without being fooled and without waiting on the dead.
 
-"Not yet" is a returned value (retried); "dead" is raised (never retried); a dropped connection
-is retried separately, resuming at the same log offset. Sleep and clock are injected so tests
-drive the loop without real time.
+The log streams over one long-lived channel from the launch offset (`tail -F --pid`), so its
+bytes cross the wire once and a fatal line or the server's exit is seen within a fraction of
+a second. Process, socket and health are looked at on log events (a phase change, the ready
+line) and on a slower tick. Ready means every signal agrees: the process group is alive, the
+ready line is in this run's log, the port is in LISTEN by a process of our session, and the
+health endpoint answers 200 when asked from the node itself.
+
+"Not yet" is a value; "dead" is raised and never retried; a dropped connection is retried with
+backoff and resumes at the same offset (a reconnect never relaunches). Sleep and clock are
+injected so tests can drive the loop.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
-from tenacity import (
-    RetryCallState,
-    RetryError,
-    Retrying,
-    retry_if_exception_type,
-    retry_if_result,
-    wait_fixed,
+from tenacity import Retrying, retry_if_exception_type, wait_exponential
+
+from firedup.budgets import StallTracker, StallWarning, budgets_for
+from firedup.errors import (
+    ForeignListenerError,
+    NotReadyError,
+    ServerCrashedError,
+    TransientConnectError,
 )
-
-from firedup.errors import NotReadyError, ServerCrashedError, TransientConnectError
-from firedup.logscan import LogScanner, ScanState, Verdict
+from firedup.logscan import EventKind, LogScanner, Phase, Reason, ScanState, Verdict
 from firedup.node import Node
 from firedup.probe import Probe, probe_run
 from firedup.runs import RunMeta
 
 TAIL_LINES = 15
+FAIL_GRACE_S = 3.0  # after a fatal line, how long to let the dying server finish its traceback
+STALL_AFTER_S = 60.0
+TAIL_SLEEP_S = "0.2"  # how often `tail --pid` checks that the server is still alive
 
 
 @dataclass(frozen=True)
@@ -36,11 +45,12 @@ class Signals:
     alive: bool
     log_ready: bool
     listening: bool
+    health: int | None = None
     foreign_listeners: tuple[str, ...] = ()
 
     @property
     def ready(self) -> bool:
-        return self.alive and self.log_ready and self.listening
+        return self.alive and self.log_ready and self.listening and self.health == 200
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,9 @@ class WaitStatus:
     scan: ScanState
     log_offset: int
     elapsed_s: float
+    silent_s: float = 0.0
+    in_phase_s: float = 0.0
+    warning: StallWarning | None = None
 
     @property
     def ready(self) -> bool:
@@ -61,16 +74,46 @@ def signals_from(probe: Probe, scan: ScanState) -> Signals:
         alive=probe.alive,
         log_ready=scan.verdict is Verdict.READY,
         listening=probe.listening_ours,
-        foreign_listeners=tuple(lst.local for lst in probe.foreign_listeners),
+        health=probe.health,
+        foreign_listeners=tuple(
+            f"{lst.local} pid={','.join(map(str, sorted(lst.pids))) or '?'}"
+            for lst in probe.foreign_listeners
+        ),
     )
 
 
-def _crash(run: RunMeta, scan: ScanState, tail: list[str]) -> ServerCrashedError:
+def health_url(run: RunMeta) -> str:
+    """The health endpoint as seen from the node itself."""
+    host = run.bind if run.bind not in {"0.0.0.0", "::", ""} else "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{run.port}/health"
+
+
+def tail_argv(run: RunMeta, offset: int) -> list[str]:
+    """Follow the log from `offset`; `--pid` ends the stream soon after the server dies."""
+    argv = ["tail", "-c", f"+{offset + 1}", "-F", "-s", TAIL_SLEEP_S]
+    if run.pid is not None:
+        argv.append(f"--pid={run.pid}")
+    return [*argv, run.log_path]
+
+
+def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) -> Exception:
     where = f"log: {run.log_path}"
+    if scan.reason is Reason.PORT_IN_USE and probe.foreign_listeners:
+        holders = ", ".join(
+            f"{lst.local} (pid {','.join(map(str, sorted(lst.pids))) or 'hidden'})"
+            for lst in probe.foreign_listeners
+        )
+        return ForeignListenerError(
+            f"{run.host}: port {run.port} is held by another process, not by our server: "
+            f"{holders}; our run {run.run_id} failed to bind\n  {where}",
+            hint="stop that process or choose another port for the deployment",
+        )
+    state = "" if not probe.alive else " (its process is still alive: `fab stop` it)"
     if scan.verdict is Verdict.FAILED and scan.reason is not None:
         excerpt = "\n".join(f"    {line}" for line in scan.excerpt)
         return ServerCrashedError(
-            f"{run.host}: server failed in phase {scan.phase.value}: {scan.reason.value}\n"
+            f"{run.host}: server failed in phase {scan.phase.value}: {scan.reason.value}{state}\n"
             f"{excerpt}\n  {where}",
             hint=scan.hint,
         )
@@ -82,9 +125,16 @@ def _crash(run: RunMeta, scan: ScanState, tail: list[str]) -> ServerCrashedError
 
 
 class RunWatcher:
-    """Reads a run's log incrementally from the launch offset and judges each probe."""
+    """Holds what is known about one run: the log offset, the classifier, the stall clock."""
 
-    def __init__(self, node: Node, run: RunMeta, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        node: Node,
+        run: RunMeta,
+        clock: Callable[[], float],
+        phase_budgets_s: Mapping[str, float] | None = None,
+        stall_after_s: float = STALL_AFTER_S,
+    ) -> None:
         self.node = node
         self.run = run
         self.clock = clock
@@ -92,91 +142,199 @@ class RunWatcher:
         self.offset = 0
         self.scanner = LogScanner(engine=run.engine)
         self.tail: list[str] = []
+        budgets = budgets_for(run.engine, phase_budgets_s or {})
+        self.stalls = StallTracker(budgets, stall_after_s, self.started)
+        self.seen_offset = 0
+        self.failing_since: float | None = None
 
-    def _feed(self, chunk: bytes) -> None:
+    @property
+    def scan(self) -> ScanState:
+        return self.scanner.state
+
+    def feed(self, chunk: bytes) -> bool:
+        """Feed log bytes; True when they changed the phase or brought the ready line."""
         self.offset += len(chunk)
-        self.scanner.feed(chunk)
+        events = self.scanner.feed(chunk)
         lines = chunk.decode("utf-8", "replace").replace("\r", "\n").splitlines()
         self.tail = [*self.tail, *(ln for ln in lines if ln.strip())][-TAIL_LINES:]
+        if self.scan.verdict is Verdict.FAILED and self.failing_since is None:
+            self.failing_since = self.clock()
+        return any(e.kind in {EventKind.PHASE, EventKind.READY} for e in events)
 
-    def poll(self) -> WaitStatus:
-        """One probe: returns a status, or raises ServerCrashedError when the run is dead."""
-        probe = probe_run(self.node, self.run.rundir, self.run.port, self.offset)
-        self._feed(probe.log_chunk)
-        if not probe.alive:
-            # Read whatever the dying process wrote after this probe's snapshot.
-            while True:
-                rest = probe_run(self.node, self.run.rundir, self.run.port, self.offset)
-                if not rest.log_chunk:
-                    break
-                self._feed(rest.log_chunk)
-            self.scanner.finish()
-        scan = self.scanner.state
-        if scan.verdict is Verdict.FAILED or not probe.alive:
-            raise _crash(self.run, scan, self.tail)
+    def _drain(self) -> Probe:
+        """Read whatever the log holds past our offset (the end a dying server wrote)."""
+        while True:
+            probe = probe_run(self.node, self.run.rundir, self.run.port, self.offset)
+            if not probe.log_chunk:
+                return probe
+            self.feed(probe.log_chunk)
+
+    def fail(self) -> Exception:
+        probe = self._drain()
+        self.scanner.finish()
+        return crash_error(self.run, self.scan, self.tail, probe)
+
+    def look(self) -> WaitStatus:
+        """Probe process, socket and health; raise when the run is dead or has failed."""
+        wants_health = self.scan.phase.order >= Phase.HTTP_UP.order
+        probe = probe_run(
+            self.node,
+            self.run.rundir,
+            self.run.port,
+            self.offset,
+            max_bytes=0,
+            health_url=health_url(self.run) if wants_health else "",
+        )
+        if not probe.alive or self.scan.verdict is Verdict.FAILED:
+            raise self.fail()
+        now = self.clock()
+        grew, self.seen_offset = self.offset > self.seen_offset, self.offset
+        warning = self.stalls.observe(self.scan.phase, grew, now)
         return WaitStatus(
             run=self.run,
-            signals=signals_from(probe, scan),
-            scan=scan,
+            signals=signals_from(probe, self.scan),
+            scan=self.scan,
             log_offset=self.offset,
-            elapsed_s=self.clock() - self.started,
+            elapsed_s=now - self.started,
+            silent_s=self.stalls.silent_s(now),
+            in_phase_s=now - self.stalls.phase_since,
+            warning=warning,
         )
+
+
+@dataclass
+class Waiter:
+    """One wait: follow the stream, look on events and ticks, decide."""
+
+    watcher: RunWatcher
+    deadline: float
+    tick_s: float
+    on_status: Callable[[WaitStatus], None]
+    on_log: Callable[[bytes], None]
+
+    def _look(self) -> WaitStatus:
+        status = self.watcher.look()
+        self.on_status(status)
+        return status
+
+    def _check_deadline(self, status: WaitStatus) -> None:
+        if self.watcher.clock() < self.deadline:
+            return
+        run, scan = self.watcher.run, status.scan
+        missing = [n for n, ok in _signal_list(status.signals) if not ok]
+        raise NotReadyError(
+            f"{run.host}: not ready after {status.elapsed_s:.0f} s; stuck in phase "
+            f"{scan.phase.value}, log silent for {status.silent_s:.0f} s "
+            f"(missing: {', '.join(missing) or 'none'}); the server is still running",
+            hint=f"`fab wait --host {run.host}` re-attaches; "
+            f"`fab logs --host {run.host}` shows the log; `fab stop --host {run.host}` ends it",
+        )
+
+    def follow(self) -> WaitStatus:
+        """Stream until ready; raises on death, deadline, or a lost connection (retried)."""
+        status = self._look()
+        if status.ready:
+            return status
+        last_look = self.watcher.clock()
+        stream = self.watcher.node.stream(
+            tail_argv(self.watcher.run, self.watcher.offset), timeout_s=self.tick_s
+        )
+        for chunk in stream:
+            urgent = False
+            if chunk:
+                self.on_log(chunk)
+                urgent = self.watcher.feed(chunk)
+            now = self.watcher.clock()
+            failing = self.watcher.failing_since
+            if failing is not None and now - failing >= FAIL_GRACE_S:
+                raise self.watcher.fail()
+            if failing is None and (urgent or now - last_look >= self.tick_s):
+                status, last_look = self._look(), now
+                if status.ready:
+                    return status
+                self._check_deadline(status)
+        # The stream ended: `tail --pid` saw the server exit (or the file went away).
+        status = self._look()
+        if status.ready:
+            return status
+        self._check_deadline(status)
+        return status
+
+
+def _signal_list(signals: Signals) -> list[tuple[str, bool]]:
+    return [
+        ("process alive", signals.alive),
+        ("ready line", signals.log_ready),
+        ("port listening", signals.listening),
+        ("health 200", signals.health == 200),
+    ]
+
+
+@dataclass(frozen=True)
+class WaitOptions:
+    timeout_s: float
+    tick_s: float = 1.0
+    phase_budgets_s: Mapping[str, float] = field(default_factory=dict)
+    stall_after_s: float = STALL_AFTER_S
+
+
+def _ignore(_value: object) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class WaitHooks:
+    """How a wait reports: each status, each log chunk (for --follow), each reconnect."""
+
+    on_status: Callable[[WaitStatus], None] = _ignore
+    on_log: Callable[[bytes], None] = _ignore
+    on_reconnect: Callable[[str], None] = _ignore
+
+
+NO_HOOKS = WaitHooks()
 
 
 def wait_ready(
     node: Node,
     run: RunMeta,
+    options: WaitOptions,
+    hooks: WaitHooks = NO_HOOKS,
     *,
-    timeout_s: float,
-    poll_s: float = 1.0,
-    on_status: Callable[[WaitStatus], None] = lambda _s: None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> WaitStatus:
-    """Poll until every readiness signal agrees; raise when the run dies or the deadline passes."""
-    watcher = RunWatcher(node, run, clock)
-    deadline = clock() + timeout_s
-    last: list[WaitStatus] = []
+    """Wait until every readiness signal agrees; raise when the run dies or the deadline passes."""
+    watcher = RunWatcher(node, run, clock, options.phase_budgets_s, options.stall_after_s)
+    waiter = Waiter(
+        watcher, clock() + options.timeout_s, options.tick_s, hooks.on_status, hooks.on_log
+    )
 
-    def attempt() -> WaitStatus:
-        status = watcher.poll()
-        last[:] = [status]
-        on_status(status)
-        return status
+    def give_up(_state: object) -> bool:
+        return clock() >= waiter.deadline
 
-    def past_deadline(_state: RetryCallState) -> bool:
-        return clock() >= deadline
+    def report(state: object) -> None:
+        outcome = getattr(state, "outcome", None)
+        error = outcome.exception() if outcome is not None else None
+        hooks.on_reconnect(f"{error}; reconnecting, resuming the log at byte {watcher.offset}")
 
     retrying = Retrying(
-        retry=retry_if_result(lambda s: not s.ready)
-        | retry_if_exception_type(TransientConnectError),
-        stop=past_deadline,
-        wait=wait_fixed(poll_s),
+        retry=retry_if_exception_type(TransientConnectError),
+        wait=wait_exponential(multiplier=0.2, min=0.2, max=5),
+        stop=give_up,
         sleep=sleep,
+        before_sleep=report,
+        reraise=True,
     )
-    try:
-        return retrying(attempt)
-    except RetryError as exc:
-        outcome = exc.last_attempt
-        if outcome.failed:
-            raise NotReadyError(
-                f"{run.host}: lost the node while waiting: {outcome.exception()}"
+    while True:
+        try:
+            status = retrying(waiter.follow)
+        except TransientConnectError as exc:
+            raise TransientConnectError(
+                f"{exc.message}; gave up reconnecting at the deadline",
+                hint=f"the server was left as it was; `fab wait --host {run.host}` re-attaches",
             ) from None
-        status = last[0] if last else None
-        phase = status.scan.phase.value if status else "unknown"
-        missing = _missing(status.signals) if status else "no probe succeeded"
-        raise NotReadyError(
-            f"{run.host}: not ready after {timeout_s:.0f} s; last phase {phase} ({missing}); "
-            f"the server is still running",
-            hint=f"`fab wait --host {run.host}` re-attaches; "
-            f"`fab logs --host {run.host}` shows the log",
-        ) from None
-
-
-def _missing(signals: Signals) -> str:
-    missing = [
-        name
-        for name, ok in (("ready line", signals.log_ready), ("port listening", signals.listening))
-        if not ok
-    ]
-    return "missing: " + ", ".join(missing) if missing else "all signals seen"
+        if status.ready:
+            return status
+        # The follow ended with the server alive but not ready (its main pid is gone while
+        # other members of its session live on): look again after a tick, do not spin.
+        sleep(options.tick_s)

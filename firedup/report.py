@@ -12,22 +12,32 @@ def _mark(ok: bool) -> str:
 
 
 def signals_text(signals: Signals) -> str:
+    health = "-" if signals.health is None else str(signals.health or "none")
     text = (
         f"alive={_mark(signals.alive)} ready-line={_mark(signals.log_ready)} "
-        f"listening={_mark(signals.listening)}"
+        f"listening={_mark(signals.listening)} health={health}"
     )
     if signals.foreign_listeners:
-        text += f" FOREIGN-LISTENER={','.join(signals.foreign_listeners)}"
+        text += f" NOT-OURS-ON-PORT={';'.join(signals.foreign_listeners)}"
     return text
 
 
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
+
+
 def progress_text(status: WaitStatus) -> str:
-    """One line: phase, bar progress, time waited and each signal."""
+    """One line: phase, bar, time in phase, time since the log last grew, each signal."""
     scan = status.scan
     bar = ""
     if scan.progress is not None:
         bar = f" {scan.progress.label} {scan.progress.done}/{scan.progress.total}"
-    return f"{scan.phase.value}{bar} ({status.elapsed_s:.0f}s) {signals_text(status.signals)}"
+    return (
+        f"{scan.phase.value}{bar} ({_duration(status.in_phase_s)} in phase, "
+        f"{_duration(status.elapsed_s)} total, log quiet {_duration(status.silent_s)}) "
+        f"{signals_text(status.signals)}"
+    )
 
 
 def progress_key(status: WaitStatus) -> tuple[object, ...]:

@@ -41,6 +41,7 @@ class RunMeta:
     started_at: float
     started_by: str
     pid: int | None = None
+    bind: str = "127.0.0.1"
 
     @property
     def rundir(self) -> str:
@@ -120,6 +121,7 @@ def start_run(
         script_sha256=script.sha256,
         started_at=time.time(),
         started_by=operator(),
+        bind=deployment.bind,
     )
     node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o755)
     node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))

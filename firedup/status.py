@@ -9,7 +9,7 @@ from firedup.inventory import HostSpec
 from firedup.logscan import LogScanner, ScanState, Verdict
 from firedup.node import Node
 from firedup.probe import Probe, probe_run
-from firedup.readiness import Signals, signals_from
+from firedup.readiness import Signals, health_url, signals_from
 from firedup.runs import RunMeta, current_run
 
 MAX_STATUS_LOG_BYTES = 64 * 1024 * 1024
@@ -38,8 +38,9 @@ def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
     scanner = LogScanner(engine=run.engine)
     offset = 0
     first: Probe | None = None
+    url = health_url(run)
     while True:
-        probe = probe_run(node, run.rundir, run.port, offset)
+        probe = probe_run(node, run.rundir, run.port, offset, health_url="" if first else url)
         first = first or probe
         scanner.feed(probe.log_chunk)
         offset += len(probe.log_chunk)
@@ -55,7 +56,7 @@ def state_of(probe: Probe, scan: ScanState) -> RunState:
         return RunState.FAILED
     if not probe.alive:
         return RunState.EXITED
-    if scan.verdict is Verdict.READY and probe.listening_ours:
+    if scan.verdict is Verdict.READY and probe.listening_ours and probe.health == 200:
         return RunState.READY
     return RunState.STARTING
 

@@ -210,7 +210,13 @@ class SshNode:
                 try:
                     chunk = channel.recv(65536)
                 except TimeoutError:
-                    return
+                    if not transport.is_active():
+                        self._conn.close()
+                        raise ConnectionLostError(
+                            f"{self.name}: connection lost while streaming"
+                        ) from None
+                    yield b""
+                    continue
                 except (paramiko.SSHException, OSError, EOFError) as exc:
                     self._conn.close()
                     raise self._connect_error(exc) from exc
@@ -287,7 +293,8 @@ class LocalNode:
             while True:
                 ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
                 if not ready:
-                    return
+                    yield b""
+                    continue
                 chunk = os.read(proc.stdout.fileno(), 65536)
                 if not chunk:
                     return

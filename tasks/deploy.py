@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from fabric import task
 from invoke.context import Context
 
-from firedup.deploy import apply_deploy, plan_deploy, start_plan
+from firedup.deploy import apply_deploy, plan_deploy, start_plan, wait_options
 from firedup.errors import StartError
-from firedup.readiness import WaitStatus, wait_ready
-from firedup.report import progress_key, progress_text
-from firedup.runs import current_run, run_by_id
+from firedup.readiness import WaitHooks, WaitStatus, wait_ready
+from firedup.runs import RunMeta, current_run, run_by_id
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
@@ -22,22 +22,28 @@ from tasks.common import (
     require_host,
     say,
 )
+from tasks.progress import WaitDisplay
 
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
-POLL_HELP = "seconds between probes (default 1)"
+POLL_HELP = "seconds between looks at process, port and health (the log streams; default 1)"
+FOLLOW_HELP = "print the server log as it arrives"
 
 
-def _status_printer(host: str) -> Callable[[WaitStatus], None]:
-    report = progress(host)
-    seen: list[object] = []
-
-    def on_status(status: WaitStatus) -> None:
-        key = progress_key(status)
-        if not seen or seen[-1] != key:
-            seen[:] = [key]
-            report(progress_text(status))
-
-    return on_status
+@contextmanager
+def interruptible(display: WaitDisplay, run: list[RunMeta]) -> Iterator[None]:
+    """Ctrl-C stops waiting, never the server: say so and how to come back."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        display.end_line()
+        if not run:
+            raise
+        host = run[0].host
+        raise StartError(
+            f"{host}: interrupted; the server keeps running (run {run[0].run_id}, "
+            f"pid {run[0].pid})",
+            hint=f"re-attach with `fab wait --host {host}`; stop it with `fab stop --host {host}`",
+        ) from None
 
 
 def _ready_message(status: WaitStatus) -> str:
@@ -55,6 +61,7 @@ def _ready_message(status: WaitStatus) -> str:
         "restart": "stop our running server first instead of refusing",
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
+        "follow": FOLLOW_HELP,
     }
 )
 def deploy(
@@ -64,27 +71,37 @@ def deploy(
     restart: bool = False,
     timeout: int = 0,
     poll: float = 1.0,
+    follow: bool = False,
 ) -> None:
     """Render, start and wait until the server is truly ready."""
     with reporting():
         name = require_host("deploy", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
-        plan = plan_deploy(spec, inv.deployment_for(spec))
+        deployment = inv.deployment_for(spec)
+        plan = plan_deploy(spec, deployment)
+        display = WaitDisplay(name, follow=follow)
+        started: list[RunMeta] = []
         node = connect(c, inv, name)
         try:
-            status = apply_deploy(
-                node,
-                plan,
-                restart=restart,
-                timeout_s=float(timeout) or None,
-                poll_s=float(poll),
-                on_progress=progress(name),
-                on_status=_status_printer(name),
-            )
+            with interruptible(display, started):
+                status = apply_deploy(
+                    node,
+                    plan,
+                    wait_options(deployment, float(timeout), float(poll)),
+                    _hooks(display),
+                    restart=restart,
+                    on_progress=display.message,
+                    on_started=started.append,
+                )
         finally:
+            display.end_line()
             node.close()
         say(_ready_message(status))
+
+
+def _hooks(display: WaitDisplay) -> WaitHooks:
+    return WaitHooks(on_status=display.status, on_log=display.log, on_reconnect=display.message)
 
 
 @task(help={"host": HOST_HELP, "inventory": INVENTORY_HELP})
@@ -128,6 +145,7 @@ def start(
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "run": "run id to wait for (default: the current run)",
+        "follow": FOLLOW_HELP,
     }
 )
 def wait(
@@ -137,24 +155,23 @@ def wait(
     timeout: int = 0,
     poll: float = 1.0,
     run: str | None = None,
+    follow: bool = False,
 ) -> None:
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
         name = require_host("wait", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
+        display = WaitDisplay(name, follow=follow)
         node = connect(c, inv, name)
         try:
             meta = run_by_id(node, spec, run) if run else current_run(node, spec)
             if meta is None:
                 raise StartError(f"{name}: nothing was started here yet", hint="`fab deploy` it")
-            status = wait_ready(
-                node,
-                meta,
-                timeout_s=float(timeout) or inv.deployment_for(spec).ready_timeout_s,
-                poll_s=float(poll),
-                on_status=_status_printer(name),
-            )
+            options = wait_options(inv.deployment_for(spec), float(timeout), float(poll))
+            with interruptible(display, [meta]):
+                status = wait_ready(node, meta, options, _hooks(display))
         finally:
+            display.end_line()
             node.close()
         say(_ready_message(status))

@@ -1,10 +1,11 @@
-# One round trip of facts about a run.   usage: probe.sh RUNDIR PORT OFFSET MAXBYTES
+# One round trip of facts about a run.   usage: probe.sh RUNDIR PORT OFFSET MAXBYTES [HEALTH_URL]
 # Prints key=value lines; values that may hold arbitrary bytes are base64. Parsed by
 # firedup/probe.py (a pure parser, tested on recorded output).
 rundir=$1
 port=$2
 offset=$3
 max=$4
+health_url=${5:-}
 pid=$(cat "$rundir/pid" 2>/dev/null || true)
 printf 'now=%s\n' "$(date +%s.%N)"
 printf 'pid=%s\n' "$pid"
@@ -20,4 +21,19 @@ fi
 if [ -f "$rundir/server.log" ]; then
   printf 'log_size=%s\n' "$(stat -c %s "$rundir/server.log")"
   printf 'log=%s\n' "$(tail -c +"$((offset + 1))" "$rundir/server.log" | head -c "$max" | base64 -w0)"
+fi
+if [ -n "$health_url" ]; then
+  # Asked from the node itself: no dependence on the port being reachable from the operator.
+  if command -v curl > /dev/null 2>&1; then
+    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "$health_url" 2>/dev/null)
+  else
+    code=$(python3 -c 'import sys, urllib.request, urllib.error
+try:
+    print(urllib.request.urlopen(sys.argv[1], timeout=3).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+except Exception:
+    print("000")' "$health_url" 2>/dev/null)
+  fi
+  printf 'health=%s\n' "${code:-000}"
 fi
