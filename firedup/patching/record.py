@@ -20,7 +20,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from firedup.errors import PatchError
 from firedup.inventory import HostSpec
-from firedup.node import Node
 
 HISTORY_KEEP = 200
 
@@ -105,45 +104,26 @@ def backup_path(host: HostSpec, digest: str) -> str:
     return posixpath.join(state_dir(host), "backups", digest)
 
 
-def read_optional(node: Node, path: str) -> bytes | None:
-    """A file's bytes, or None when it does not exist (any other failure raises)."""
-    if not node.run(["test", "-e", path], check=False, what=f"test {path}").ok:
-        return None
-    return node.get(path)
-
-
-def load_record(node: Node, host: HostSpec) -> Record:
-    path = record_path(host)
-    data = read_optional(node, path)
-    if data is None:
+def parse_record(raw: bytes | None, path: str, node_name: str) -> Record:
+    """The record from its bytes as read from the node (None: there is none yet)."""
+    if raw is None:
         return Record()
     try:
-        return Record.model_validate_json(data)
+        return Record.model_validate_json(raw)
     except ValidationError as exc:
         raise PatchError(
-            f"patch record {path} on {node.name} is damaged: {exc.errors()[0]['msg']}",
+            f"patch record {path} on {node_name} is damaged: {exc.errors()[0]['msg']}",
             hint="inspect it by hand; backups of the originals are beside it in backups/",
         ) from None
 
 
-def save_record(node: Node, host: HostSpec, record: Record) -> str:
-    path = record_path(host)
-    node.put(record.model_dump_json(indent=2).encode() + b"\n", path, mode=0o644)
-    return path
+def record_bytes(record: Record) -> bytes:
+    return record.model_dump_json(indent=2).encode() + b"\n"
 
 
-def store_backup(node: Node, host: HostSpec, data: bytes) -> str:
-    path = backup_path(host, sha256(data))
-    node.put(data, path, mode=0o444)
-    return path
-
-
-def fetch_backup(node: Node, host: HostSpec, digest: str) -> bytes:
-    path = backup_path(host, digest)
-    data = read_optional(node, path)
+def checked_backup(data: bytes | None, path: str, digest: str, node_name: str) -> bytes:
+    """A backup's bytes, refused unless they are exactly the original they stand for."""
     if data is None or sha256(data) != digest:
-        raise PatchError(
-            f"backup {path} on {node.name} is "
-            f"{'missing' if data is None else 'damaged (sha256 differs)'}; cannot restore"
-        )
+        state = "missing" if data is None else "damaged (sha256 differs)"
+        raise PatchError(f"backup {path} on {node_name} is {state}; cannot restore")
     return data

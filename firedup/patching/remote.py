@@ -11,11 +11,13 @@ engine's interpreter is.
                           whether its directory and __pycache__ are writable
   settle PATH...          for each file: sha256, whether this python compiles it, and the
                           stale bytecode removed (`__pycache__/<stem>.*.pyc` and the prefix)
+  read PATH...            each file's content (base64), null when it does not exist
 """
 
 from __future__ import annotations
 
 import ast
+import base64
 import glob
 import hashlib
 import importlib
@@ -86,6 +88,14 @@ def _writable(path: str) -> bool:
     return bool(path) and os.access(path, os.W_OK)
 
 
+def _read(path: str) -> str | None:
+    """A file's bytes as base64 (JSON carries no bytes), None when there is no such file."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as fh:
+        return base64.b64encode(fh.read()).decode("ascii")
+
+
 def _file_facts(roots: list[str], rel: str) -> dict[str, object]:
     candidates = [os.path.join(root, rel) for root in roots]
     path = next((p for p in candidates if os.path.exists(p)), candidates[0])
@@ -93,7 +103,7 @@ def _file_facts(roots: list[str], rel: str) -> dict[str, object]:
     cache = os.path.join(os.path.dirname(path), "__pycache__")
     return {
         "path": path,
-        "exists": exists,
+        "data": _read(path),
         "mode": os.stat(path).st_mode & 0o7777 if exists else None,
         "writable": _writable(os.path.dirname(path)),
         "pycache_writable": not os.path.isdir(cache) or os.access(cache, os.W_OK),
@@ -165,8 +175,10 @@ def main(argv: list[str]) -> int:
         result: dict[str, object] = locate(argv[1], argv[2:])
     elif argv and argv[0] == "settle":
         result = {path: _settle_one(path) for path in argv[1:]}
+    elif argv and argv[0] == "read":
+        result = {path: _read(path) for path in argv[1:]}
     else:
-        sys.stderr.write("usage: locate PACKAGE REL... | settle PATH...\n")
+        sys.stderr.write("usage: locate PACKAGE REL... | settle PATH... | read PATH...\n")
         return 2
     sys.stdout.write(json.dumps(result))
     return 0

@@ -18,16 +18,21 @@ from firedup.patching.record import (
     Change,
     Event,
     Record,
+    backup_path,
+    checked_backup,
     digest,
-    fetch_backup,
-    load_record,
-    read_optional,
+    parse_record,
+    record_bytes,
+    record_path,
 )
 from firedup.patching.report import Mode, PatchOutcome, PatchReport, PatchStatus
-from firedup.patching.writes import write_all
+from firedup.patching.target import read_files
+from firedup.patching.writes import Write, write_all
 
 
-def _restorations(node: Node, host: HostSpec, record: Record, current: Contents) -> Contents:
+def _restorations(
+    node: Node, host: HostSpec, record: Record, current: Contents, backups: Contents
+) -> Contents:
     """The original bytes for each recorded file still in its patched state."""
     restore: Contents = {}
     for path, entry in record.files.items():
@@ -42,7 +47,11 @@ def _restorations(node: Node, host: HostSpec, record: Record, current: Contents)
                 f"{path} from the record in {host.workdir}/patches/record.json",
             )
         original = entry.original_sha256
-        restore[path] = None if original is None else fetch_backup(node, host, original)
+        if original is None:
+            restore[path] = None  # firedup created it: reverting removes it
+        else:
+            where = backup_path(host, original)
+            restore[path] = checked_backup(backups.get(where), where, original, node.name)
     return restore
 
 
@@ -55,7 +64,8 @@ def revert_all(
     on_progress: Callable[[str], None],
 ) -> PatchReport:
     """Revert every patch recorded on the node; `listed` (the deployment's) only for the report."""
-    record = load_record(node, host)
+    raw = read_files(node, host, env, [record_path(host)])[record_path(host)]
+    record = parse_record(raw, record_path(host), node.name)
     not_applied = [
         PatchOutcome(name, PatchStatus.NOT_APPLIED, detail="no record of it on the node")
         for name in listed
@@ -63,8 +73,12 @@ def revert_all(
     ]
     if not record.files and not record.patches:
         return PatchReport(host.name, Mode.REVERT, tuple(not_applied))
-    current = {path: read_optional(node, path) for path in record.files}
-    restore = _restorations(node, host, record, current)
+    originals = {e.original_sha256 for e in record.files.values() if e.original_sha256}
+    state = read_files(
+        node, host, env, [*record.files, *(backup_path(host, d) for d in sorted(originals))]
+    )
+    current = {path: state[path] for path in record.files}
+    restore = _restorations(node, host, record, current, state)
     event = Event(
         action="revert",
         patches=sorted(record.patches),
@@ -72,16 +86,13 @@ def revert_all(
         at=actor.at,
         by=actor.who,
     )
-    written = write_all(
-        node,
-        host,
-        env,
-        ({p: current[p] for p in restore}, restore),
-        {p: e.original_mode for p, e in record.files.items()},
-        (record, record.with_event(event, files={}, patches={})),
-        record_first=False,
-        on_progress=on_progress,
-    )
+    # Targets first, the record last: it must not forget a patch still on disk.
+    writes = [
+        Write(p, current[p], data, record.files[p].original_mode) for p, data in restore.items()
+    ]
+    cleared = record.with_event(event, files={}, patches={})
+    writes.append(Write(record_path(host), raw, record_bytes(cleared), 0o644))
+    purged = write_all(node, host, env, writes, on_progress=on_progress)
     reverted = [
         PatchOutcome(name, PatchStatus.REVERTED, p.package, p.version, tuple(p.files))
         for name, p in sorted(record.patches.items())
@@ -91,6 +102,6 @@ def revert_all(
         Mode.REVERT,
         (*reverted, *not_applied),
         uploaded=tuple(restore),
-        purged=written.purged,
-        record_path=written.record_path,
+        purged=purged,
+        record_path=record_path(host),
     )

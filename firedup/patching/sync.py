@@ -23,15 +23,17 @@ from firedup.patching.record import (
     FileRecord,
     PatchRecord,
     Record,
+    backup_path,
     digest,
-    load_record,
+    parse_record,
+    record_bytes,
+    record_path,
     sha256,
-    store_backup,
 )
 from firedup.patching.report import Mode, PatchOutcome, PatchReport, PatchStatus
 from firedup.patching.revert import revert_all
-from firedup.patching.target import PackageTarget, locate, node_env
-from firedup.patching.writes import write_all
+from firedup.patching.target import PackageTarget, locate, node_env, read_files
+from firedup.patching.writes import Write, write_all
 
 Progress = Callable[[str], None]
 
@@ -59,12 +61,9 @@ def sync_patches(
     if not patches:
         return PatchReport(host.name, mode, ())
     targets = _locate_all(node, host, env, patches, on_progress)
-    before: Contents = {}
-    for target in targets.values():
-        for f in target.files.values():
-            before[f.path] = node.get(f.path) if f.exists else None
+    before: Contents = {f.path: f.data for t in targets.values() for f in t.files.values()}
     plan = plan_patches(patches, targets, before)
-    if mode is Mode.CHECK or not plan.after:
+    if mode is Mode.CHECK:
         return PatchReport(host.name, mode, plan.outcomes)
     if plan.conflicts:
         raise PatchError(
@@ -72,6 +71,8 @@ def sync_patches(
             + "; ".join(f"{o.name}: {o.detail}" for o in plan.conflicts),
             hint="run `fab sync-patches --check` to see every patch's state",
         )
+    if not plan.after:
+        return PatchReport(host.name, mode, plan.outcomes)
     _require_writable(targets, plan)
     return _apply(node, host, env, patches, targets, plan, actor, on_progress)
 
@@ -114,28 +115,24 @@ def _apply(
     actor: Actor,
     on_progress: Progress,
 ) -> PatchReport:
-    old_record = load_record(node, host)
+    """Backups, then the record, then the targets: a crash at any point leaves a revertable
+    node, and a failure rolls all of it back."""
+    originals = {d for p, d in plan.before.items() if p in plan.after and d is not None}
+    backups = {backup_path(host, sha256(d)): d for d in originals}
+    state = read_files(node, host, env, [record_path(host), *backups])
+    old_raw = state[record_path(host)]
+    old_record = parse_record(old_raw, record_path(host), node.name)
     record = _record_apply(old_record, patches, targets, plan, actor)
-    for path, data in plan.before.items():
-        if path in plan.after and data is not None:
-            store_backup(node, host, data)
+    writes = [Write(path, state[path], data, 0o444) for path, data in backups.items()]
+    writes.append(Write(record_path(host), old_raw, record_bytes(record), 0o644))
     modes = {f.path: f.mode for t in targets.values() for f in t.files.values()}
-    old = {path: plan.before[path] for path in plan.after}
-    written = write_all(
-        node,
-        host,
-        env,
-        (old, plan.after),
-        modes,
-        (old_record, record),
-        record_first=True,
-        on_progress=on_progress,
-    )
+    writes += [Write(p, plan.before[p], d, modes[p]) for p, d in plan.after.items()]
+    purged = write_all(node, host, env, writes, on_progress=on_progress)
     outcomes = tuple(
         _applied(o) if o.status is PatchStatus.WOULD_APPLY else o for o in plan.outcomes
     )
     return PatchReport(
-        host.name, Mode.APPLY, outcomes, tuple(plan.after), written.purged, written.record_path
+        host.name, Mode.APPLY, outcomes, tuple(plan.after), purged, record_path(host)
     )
 
 

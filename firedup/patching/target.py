@@ -7,6 +7,7 @@ script `firedup/patching/remote.py`; values travel as argv.
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass
 from functools import cache
@@ -34,14 +35,15 @@ def node_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
 
 def python_argv(host: HostSpec, env: dict[str, str], *args: str) -> list[str]:
     assignments = [f"{k}={v}" for k, v in env.items()]
-    return ["env", *assignments, host.python, "-c", _remote_script(), *args]
+    # -B: looking must not leave bytecode behind (the version fallback may import).
+    return ["env", *assignments, host.python, "-B", "-c", _remote_script(), *args]
 
 
 @dataclass(frozen=True)
 class TargetFile:
     rel: str  # as in the diff: "sglang/srt/models/kimi_k25.py"
     path: str  # absolute on the node
-    exists: bool
+    data: bytes | None  # its content now; None: it does not exist
     mode: int | None
     writable: bool
     pycache_writable: bool
@@ -87,7 +89,10 @@ def locate(
             f"{facts.get('error')}",
             hint="set the host's 'python' (or PYTHONPATH in its env) to the engine's interpreter",
         )
-    files = {rel: TargetFile(rel=rel, **facts["files"][sub]) for rel, sub in inner.items()}
+    files = {}
+    for rel, sub in inner.items():
+        fact = facts["files"][sub]
+        files[rel] = TargetFile(rel=rel, **{**fact, "data": _decode(fact["data"])})
     return PackageTarget(
         package=package,
         version=facts.get("version"),
@@ -97,6 +102,20 @@ def locate(
         pycache_prefix=facts.get("pycache_prefix"),
         files=files,
     )
+
+
+def _decode(text: str | None) -> bytes | None:
+    return None if text is None else base64.b64decode(text)
+
+
+def read_files(
+    node: Node, host: HostSpec, env: dict[str, str], paths: list[str]
+) -> dict[str, bytes | None]:
+    """Several files in one round trip; None for each that does not exist."""
+    if not paths:
+        return {}
+    facts = _run_json(node, python_argv(host, env, "read", *paths), "reading files")
+    return {path: _decode(facts[path]) for path in paths}
 
 
 @dataclass(frozen=True)

@@ -1,43 +1,47 @@
-"""Write a set of files on the node all or nothing, purge their bytecode, and verify by hash.
+"""Write a set of files on the node all or nothing, purge their bytecode, verify by hash.
 
-Used by apply and revert alike. Each file is replaced atomically (`node.put` renames a
-temporary file); if any step fails, every file already replaced gets its previous bytes back
-and the record is restored, then one PatchError says what happened.
+Apply and revert are both one ordered list of writes (backups, the record and the targets;
+None meaning "absent"). Each file is replaced atomically (`node.put` renames a temporary
+file); if any step fails, every file already written gets its previous bytes back (or is
+removed again), newest first, and one PatchError says what happened.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from firedup.errors import DeployError, PatchError
 from firedup.inventory import HostSpec
 from firedup.node import Node
-from firedup.patching.plan import Contents
-from firedup.patching.record import Record, save_record, sha256
+from firedup.patching.record import digest
 from firedup.patching.target import settle
 
 
 @dataclass(frozen=True)
-class Written:
-    purged: tuple[str, ...]
-    record_path: str
+class Write:
+    path: str
+    old: bytes | None  # what is there now (None: nothing), restored on failure
+    new: bytes | None  # what to leave there (None: remove it)
+    mode: int | None = None
 
 
-def _write(node: Node, path: str, data: bytes | None, mode: int | None) -> None:
+def _put(node: Node, path: str, data: bytes | None, mode: int | None) -> None:
     if data is None:
         node.run(["rm", "-f", "--", path], what=f"remove {path}")
     else:
         node.put(data, path, mode=mode if mode is not None else 0o644)
 
 
-def _verify(node: Node, host: HostSpec, env: dict[str, str], new: Contents) -> tuple[str, ...]:
+def _settle(
+    node: Node, host: HostSpec, env: dict[str, str], want: dict[str, bytes | None]
+) -> tuple[str, ...]:
+    """Purge bytecode of what was written and check every file holds exactly `want`."""
     purged: list[str] = []
-    for settled in settle(node, host, env, list(new)):
-        want = new[settled.path]
+    for settled in settle(node, host, env, list(want)):
         if settled.errors:
             raise PatchError(f"{settled.path}: {'; '.join(settled.errors)}")
-        if settled.sha256 != (None if want is None else sha256(want)):
+        if settled.sha256 != digest(want[settled.path]):
             raise PatchError(f"{settled.path}: content on the node differs from what was written")
         purged.extend(settled.purged)
     return tuple(purged)
@@ -47,37 +51,20 @@ def write_all(
     node: Node,
     host: HostSpec,
     env: dict[str, str],
-    changes: tuple[Contents, Contents],
-    modes: dict[str, int | None],
-    records: tuple[Record, Record],
+    writes: Sequence[Write],
     *,
-    record_first: bool,
     on_progress: Callable[[str], None],
-) -> Written:
-    """Replace `changes` = (old, new) contents on the node, moving the record old -> new.
-
-    `record_first` writes the new record before any file (apply: the record must know the
-    originals before they are overwritten); otherwise after every file is in place (revert:
-    the record must not forget a patch that is still on disk).
-    """
-    old, new = changes
-    old_record, new_record = records
-    touched: list[str] = []
-    record_written = False
+) -> tuple[str, ...]:
+    """Perform `writes` in order, all or nothing; return the stale .pyc files removed."""
+    done: list[Write] = []
     try:
-        if record_first:
-            record_path = save_record(node, host, new_record)
-            record_written = True
-        for path, data in new.items():
-            on_progress(f"writing {path}")
-            touched.append(path)
-            _write(node, path, data, modes.get(path))
-        purged = _verify(node, host, env, new)
-        if not record_first:
-            record_path = save_record(node, host, new_record)
-        return Written(purged, record_path)
+        for w in writes:
+            on_progress(f"writing {w.path}")
+            done.append(w)
+            _put(node, w.path, w.new, w.mode)
+        return _settle(node, host, env, {w.path: w.new for w in writes})
     except BaseException as exc:
-        problem = _rollback(node, host, env, old, touched, modes, old_record, record_written)
+        problem = _rollback(node, host, env, done)
         if not isinstance(exc, DeployError):
             raise
         raise PatchError(
@@ -86,23 +73,12 @@ def write_all(
         ) from exc
 
 
-def _rollback(
-    node: Node,
-    host: HostSpec,
-    env: dict[str, str],
-    old: Contents,
-    touched: list[str],
-    modes: dict[str, int | None],
-    old_record: Record,
-    record_written: bool,
-) -> str | None:
-    """Put back the previous bytes; describe what could not be restored (None: all was)."""
+def _rollback(node: Node, host: HostSpec, env: dict[str, str], done: list[Write]) -> str | None:
+    """Undo `done`, newest first; describe what could not be undone (None: all was)."""
     try:
-        for path in touched:
-            _write(node, path, old[path], modes.get(path))
-        _verify(node, host, env, {p: old[p] for p in touched})
-        if record_written:
-            save_record(node, host, old_record)
+        for w in reversed(done):
+            _put(node, w.path, w.old, w.mode)
+        _settle(node, host, env, {w.path: w.old for w in done})
     except DeployError as exc:
         return (
             f"ROLLBACK INCOMPLETE ({exc.message}); the node's record lists the originals, "

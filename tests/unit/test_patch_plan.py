@@ -21,7 +21,7 @@ SECOND = b"--- a/pkg/mod.py\n+++ b/pkg/mod.py\n@@ -1,2 +1,3 @@\n x = 1\n y = 2\n
 
 def target(version: str | None = "1.5", *, extra: tuple[str, ...] = ()) -> PackageTarget:
     files = {
-        rel: TargetFile(rel, "/site/" + rel, True, 0o644, True, True)
+        rel: TargetFile(rel, "/site/" + rel, None, 0o644, True, True)
         for rel in ("pkg/mod.py", *extra)
     }
     return PackageTarget("pkg", version, "test", ("/site/pkg",), "python3", None, files)

@@ -1,0 +1,57 @@
+"""`fab sync-patches`: check, apply or revert the deployment's patches on one host."""
+
+from __future__ import annotations
+
+from fabric import task
+from invoke.context import Context
+
+from firedup.errors import PatchError, UsageError
+from firedup.patching import Mode
+from firedup.patching import sync_patches as sync
+from tasks.common import (
+    HOST_HELP,
+    INVENTORY_HELP,
+    connect,
+    get_inventory,
+    progress,
+    reporting,
+    require_host,
+    say,
+)
+
+
+@task(
+    name="sync-patches",
+    help={
+        "host": HOST_HELP,
+        "check": "only report each patch's state; change nothing (exit 5 on conflicts)",
+        "revert": "restore the byte-identical originals of every patch recorded on the node",
+        "inventory": INVENTORY_HELP,
+    },
+)
+def sync_patches(
+    c: Context,
+    host: str | None = None,
+    check: bool = False,
+    revert: bool = False,
+    inventory: str | None = None,
+) -> None:
+    """Sync the deployment's patches into the installed package on a host (all or nothing)."""
+    with reporting():
+        name = require_host("sync-patches", host)
+        if check and revert:
+            raise UsageError("sync-patches: --check and --revert exclude each other")
+        mode = Mode.CHECK if check else Mode.REVERT if revert else Mode.APPLY
+        inv = get_inventory(c, inventory)
+        spec = inv.host(name)
+        node = connect(c, inv, name)
+        try:
+            report = sync(
+                node, spec, inv.deployment_for(spec), mode=mode, on_progress=progress(name)
+            )
+        finally:
+            node.close()
+        for line in report.lines():
+            say(f"{name}: {line}")
+        if report.conflicts:
+            raise PatchError(f"{len(report.conflicts)} patch(es) conflict on {name}")
