@@ -53,15 +53,17 @@ class Reason(StrEnum):
 
     @property
     def rank(self) -> int:
-        """How much a reason says: a more telling one replaces a vaguer one, never the reverse.
+        """How much a reason explains: a more telling one replaces a vaguer one, never back.
 
-        A summary such as "Engine core initialization failed" or a sigquit line often arrives
-        before or after the exception that explains it; the exception must win either way.
+        Any named cause (oom, nccl, ...) beats an exception we have no name for (crash), which
+        beats a bare kill (killed), which beats a summary ("Initialization failed. Please see
+        the error messages above", "Engine core initialization failed"): the summary points at
+        the lines before it, and those carry the cause whenever the log has one.
         """
         return _GENERIC_RANK.get(self, 3)
 
 
-_GENERIC_RANK = {Reason.ENGINE_INIT: 2, Reason.CRASH: 1, Reason.KILLED: 0}
+_GENERIC_RANK = {Reason.CRASH: 2, Reason.KILLED: 1, Reason.ENGINE_INIT: 0}
 
 
 class EventKind(StrEnum):

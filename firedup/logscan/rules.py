@@ -58,6 +58,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("GPU KV cache size", Phase.KV_CACHE),
     Marker("# GPU blocks:", Phase.KV_CACHE),
     Marker("Capturing cudagraphs", Phase.CUDA_GRAPH),
+    Marker("Capturing the model for CUDA graphs", Phase.CUDA_GRAPH),
     Marker("Graph capturing finished", Phase.CUDA_GRAPH),
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
     Marker("Available routes are", Phase.HTTP_UP),

@@ -80,6 +80,10 @@ class LogScanner:
     def _segment(self, text: str, events: list[Event]) -> None:
         if not text or text.isspace():
             return
+        if "^M" in text:  # a log pasted from `cat -v` or a terminal shows \r as caret text
+            for part in text.split("^M"):
+                self._segment(part, events)
+            return
         line = parse_line(text)
         now = self._clock.resolve(line.stamp) or self._clock.last
         if now is not None and self._spans[0].start is None:
@@ -152,13 +156,15 @@ class LogScanner:
             self._verdict = Verdict.FAILED
             self._close_span(now)
         elif self._reason is not None and reason.rank <= self._reason.rank:
-            if exception and not self._excerpt.has_exception:
+            same = reason.rank == self._reason.rank
+            if same and exception and not self._excerpt.has_exception:
                 self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=True)
                 return True
             return False
         self._reason = reason
         if exception:
-            self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=False)
+            keep = not self._excerpt.has_exception
+            self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=keep)
         else:
             self._excerpt.from_line(line.text)
         out.append(Event(EventKind.FATAL, self._phase, line.text, self._progress, now, reason))

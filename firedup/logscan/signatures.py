@@ -41,6 +41,11 @@ SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "max_model_len", r"max_model_len \(\d+\) is greater than the derived"),
     S(
         R.CONTEXT_LENGTH,
+        "kv cache is needed",
+        r"kv cache is needed, which is larger than the available kv cache memory",
+    ),
+    S(
+        R.CONTEXT_LENGTH,
         "max seq len",
         r"max seq len \(\d+\) is larger than the maximum number of tokens",
     ),
@@ -87,6 +92,7 @@ SIGNATURES: tuple[Signature, ...] = (
         r"can't load (?:the configuration|tokenizer|the tokenizer) (?:of|for)",
     ),
     W(R.MODEL_NOT_FOUND, "cannot find any model weights", r"cannot find any model weights"),
+    W(R.MODEL_NOT_FOUND, "incorrect path_or_model_id", r"incorrect path_or_model_id"),
     W(
         R.MODEL_NOT_FOUND,
         "repo",
@@ -104,6 +110,10 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.ENGINE_INIT, "failed to start", r"(?:enginecore|workerproc) failed to start"),
     S(R.ENGINE_INIT, "timed out waiting", r"timed out waiting for engine core processes to start"),
     S(R.ENGINE_INIT, "engine process failed to start", r"engine process failed to start"),
+    S(R.ENGINE_INIT, "initialization failed due to", r"workerproc initialization failed due to"),
+    # A child that died of SIGKILL: said before the generic "died"/"crashed" rows so the line
+    # names the kill (and its OOM-killer hint), whichever words surround it.
+    S(R.KILLED, "exit code", r"exit code:? -9\b"),
     S(R.CRASH, "hit an exception", r"hit an exception"),
     S(R.CRASH, "exception in worker", r"exception in worker \S+ while processing"),
     S(R.CRASH, "fatal error", r"enginecore encountered a fatal error|fatal python error"),
@@ -144,7 +154,7 @@ TRACEBACK_HEADER = "Traceback (most recent call last)"
 EXCEPTION_IGNORED = "Exception ignored in"
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
 EXCEPTION_LINE = re.compile(
-    r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure)(?::\s|:?\s*$)"
+    r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout)(?::\s|:?\s*$)"
 )
 
 HINTS: dict[Reason, str] = {
@@ -152,8 +162,9 @@ HINTS: dict[Reason, str] = {
     "lower --cuda-graph-max-bs or the context length, and check that no leftover process "
     "holds GPU memory (nvidia-smi).",
     R.CONTEXT_LENGTH: "The requested context is longer than the model's (or the EAGLE draft's) "
-    "config allows: set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 in the launch environment "
-    "(vLLM: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1) or lower --context-length / --max-model-len.",
+    "config allows, or than the KV cache can hold: set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
+    "in the launch environment (vLLM: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), or lower "
+    "--context-length / --max-model-len.",
     R.MISSING_MODEL_HOOK: "The model class lacks a method the speculative worker calls "
     "(get_embed_and_head, set_eagle3_layers_to_capture...): apply the engine patch that "
     "forwards it to language_model (firedup patches), or upgrade to sglang >= 0.5.10.",
