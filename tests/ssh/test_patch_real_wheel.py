@@ -61,7 +61,8 @@ def fetch_wheel(version: str) -> Path:
         return found[0]
     cache.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:"]
-    argv += ["--disable-pip-version-check", "-q", f"sglang=={version}", "-d", str(cache)]
+    argv += ["--disable-pip-version-check", "-q", "--retries", "2", "--timeout", "30"]
+    argv += [f"sglang=={version}", "-d", str(cache)]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     found = sorted(cache.glob(f"sglang-{version}-*.whl"))
     if proc.returncode == 0 and found:
