@@ -51,7 +51,12 @@ def explain_file(path: str | Path, engine: Engine | None = None) -> Explanation:
         raise UsageError(f"explain-log: {log}: no such file")
     if log.is_dir():
         raise UsageError(f"explain-log: {log}: is a directory, not a log file")
-    scanner = LogScanner(engine=engine)
+    try:
+        # vLLM stamps carry no year; the file was last written in the year its log ends.
+        year = datetime.fromtimestamp(log.stat().st_mtime).year
+    except OSError as exc:
+        raise UsageError(f"explain-log: {log}: cannot read ({exc.strerror or exc})") from None
+    scanner = LogScanner(engine=engine, year=year)
     head = b""
     last = b""
     try:

@@ -39,14 +39,16 @@ __all__ = [
 ]
 
 
-def explain(data: bytes, engine: Engine | None = None) -> ScanState:
+def explain(data: bytes, engine: Engine | None = None, *, year: int | None = None) -> ScanState:
     """The final state of a whole log, end of file included."""
-    return explain_chunks((data,), engine)
+    return explain_chunks((data,), engine, year=year)
 
 
-def explain_chunks(chunks: Iterable[bytes], engine: Engine | None = None) -> ScanState:
+def explain_chunks(
+    chunks: Iterable[bytes], engine: Engine | None = None, *, year: int | None = None
+) -> ScanState:
     """Like `explain`, for a log read piece by piece (a large file, a stream)."""
-    scanner = LogScanner(engine=engine)
+    scanner = LogScanner(engine=engine, year=year)
     for chunk in chunks:
         scanner.feed(chunk)
     scanner.finish()

@@ -10,6 +10,7 @@ uvicorn `INFO:     `, third-party `date time,ms - LEVEL - `).
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -158,13 +159,14 @@ class Clock:
     """Turns partial timestamps into datetimes, borrowing what they omit from earlier lines.
 
     vLLM and journalctl print no year and old SGLang prints only the time of day; the missing
-    parts come from the last complete timestamp (1900-01-01 when there is none yet), and a
-    time-only stamp that jumps back by more than 12 hours has crossed midnight.
+    parts come from the last complete timestamp, else from `year` (the caller may know it:
+    the file's mtime, today), else 1900-01-01. A time-only stamp that jumps back by more than
+    12 hours has crossed midnight.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, year: int | None = None) -> None:
         self.last: datetime | None = None
-        self._year: int | None = None
+        self._year = year
         self._cache: tuple[RawStamp, datetime] | None = None
 
     def resolve(self, raw: RawStamp | None) -> datetime | None:
@@ -194,12 +196,12 @@ class Clock:
 
     def _guess_year(self, month: int, day: int) -> int:
         year = self._year or (self.last.year if self.last else 1900)
-        if (month, day) == (2, 29) and year % 4:
+        if (month, day) == (2, 29) and not calendar.isleap(year):
             return 2000
         return year
 
     def _time_only(self, hour: int, minute: int, second: int, micro: int) -> datetime:
-        base = self.last or datetime(1900, 1, 1)
+        base = self.last or datetime(self._year or 1900, 1, 1)
         moment = base.replace(hour=hour, minute=minute, second=second, microsecond=micro)
         if self.last is not None and moment < self.last - timedelta(hours=12):
             moment += timedelta(days=1)

@@ -35,11 +35,12 @@ MAX_LAST_LINE_CHARS = 400
 
 
 class LogScanner:
-    def __init__(self, engine: Engine | None = None) -> None:
+    def __init__(self, engine: Engine | None = None, *, year: int | None = None) -> None:
+        """`year` completes timestamps that omit it (vLLM's `MM-DD`); None means unknown."""
         self.engine = engine
         self._detect = engine is None
         self._segments = Segmenter()
-        self._clock = Clock()
+        self._clock = Clock(year)
         self._tracebacks = Tracebacks()
         self._excerpt = Excerpt()
         self._verdict = Verdict.STARTING
