@@ -10,6 +10,7 @@ from firedup_sim import clock, faults
 from firedup_sim.bar import Bar
 
 from sglang.srt._sim_torch import OutOfMemoryError
+from sglang.srt.distributed import parallel_state
 from sglang.srt.utils import get_available_gpu_memory
 from sglang.version import __version_tuple__
 
@@ -158,6 +159,7 @@ def run_capture(model_runner: Any, role: str) -> CudaGraphRunner:
     capture_bs = get_batch_sizes_to_capture(model_runner.server_args)
     logger.info(_begin_line(model_runner, role, capture_bs, before))
     runner = CudaGraphRunner(model_runner, role)
+    parallel_state.barrier()  # captured graphs hold collectives: ranks finish together
     after = get_available_gpu_memory(model_runner.gpu_id)
     model_runner.graph_mem_usage = before - after
     logger.info(
