@@ -1,7 +1,8 @@
 """The deploy pipeline: plan (pure), then apply on one node, then verify by waiting.
 
 `plan_deploy` computes everything that needs no node (run id, run directory, rendered script);
-`apply_deploy` starts it and waits. The dry run prints the plan: not a separate code path.
+`apply_deploy` syncs the deployment's patches, starts it and waits. The dry run prints the
+plan: not a separate code path.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from firedup.inventory import Deployment, HostSpec
 from firedup.node import Node
+from firedup.patching import sync_patches
 from firedup.readiness import NO_HOOKS, WaitHooks, WaitOptions, WaitStatus, wait_ready
 from firedup.render import LaunchScript, check_bash_syntax, render_launch
 from firedup.runs import RunMeta, new_run_id, start_run
@@ -74,6 +76,10 @@ def apply_deploy(
     on_progress: Callable[[str], None] = lambda _m: None,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
 ) -> WaitStatus:
+    if plan.deployment.patches:
+        report = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
+        for line in report.lines():
+            on_progress(f"patch {line}")
     run = start_plan(node, plan, restart=restart, on_progress=on_progress)
     on_started(run)
     return wait_ready(node, run, options, hooks)

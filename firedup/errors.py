@@ -144,3 +144,9 @@ class LockedError(DeployError):
     """Another firedup operation holds the node's lock."""
 
     exit_code = 11
+
+
+class WaitInterrupted(DeployError):
+    """Ctrl-C while waiting: the wait stopped, the server did not."""
+
+    exit_code = 130

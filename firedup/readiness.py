@@ -35,7 +35,8 @@ from firedup.runs import RunMeta
 TAIL_LINES = 15
 FAIL_GRACE_S = 3.0  # after a fatal line, how long to let the dying server finish its traceback
 STALL_AFTER_S = 60.0
-TAIL_SLEEP_S = "0.2"  # how often `tail --pid` checks that the server is still alive
+TAIL_SLEEP_S = "0.2"
+LOOK_LOG_BYTES = 64 * 1024  # how often `tail --pid` checks that the server is still alive
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,14 @@ class WaitStatus:
     @property
     def ready(self) -> bool:
         return self.signals.ready
+
+    @property
+    def phase(self) -> Phase:
+        """The log's phase, moved to http_up when our port is already seen open: the socket
+        can be a few lines ahead of the streamed log, and an open port is never "ready"."""
+        if self.signals.listening and self.scan.phase.order < Phase.HTTP_UP.order:
+            return Phase.HTTP_UP
+        return self.scan.phase
 
 
 def signals_from(probe: Probe, scan: ScanState) -> Signals:
@@ -146,10 +155,18 @@ class RunWatcher:
         self.stalls = StallTracker(budgets, stall_after_s, self.started)
         self.seen_offset = 0
         self.failing_since: float | None = None
+        self.saw_listening = False
 
     @property
     def scan(self) -> ScanState:
         return self.scanner.state
+
+    @property
+    def failed_for_sure(self) -> bool:
+        """The log names the cause (oom, nccl, ...): no need to wait for the process to exit.
+        A bare "Scheduler hit an exception" or sigquit line waits for the traceback's end."""
+        reason = self.scan.reason
+        return self.scan.verdict is Verdict.FAILED and reason is not None and reason.rank >= 3
 
     def feed(self, chunk: bytes) -> bool:
         """Feed log bytes; True when they changed the phase or brought the ready line."""
@@ -161,32 +178,33 @@ class RunWatcher:
             self.failing_since = self.clock()
         return any(e.kind in {EventKind.PHASE, EventKind.READY} for e in events)
 
-    def _drain(self) -> Probe:
-        """Read whatever the log holds past our offset (the end a dying server wrote)."""
-        while True:
+    def fail(self, probe: Probe | None = None) -> Exception:
+        """The error for a dead or failed run, after reading the end a dying server wrote."""
+        while probe is None or probe.log_chunk:
+            if probe is not None:
+                self.feed(probe.log_chunk)
+                if probe.log_size is not None and self.offset >= probe.log_size:
+                    break
             probe = probe_run(self.node, self.run.rundir, self.run.port, self.offset)
-            if not probe.log_chunk:
-                return probe
-            self.feed(probe.log_chunk)
-
-    def fail(self) -> Exception:
-        probe = self._drain()
         self.scanner.finish()
         return crash_error(self.run, self.scan, self.tail, probe)
 
     def look(self) -> WaitStatus:
         """Probe process, socket and health; raise when the run is dead or has failed."""
-        wants_health = self.scan.phase.order >= Phase.HTTP_UP.order
+        wants_health = self.saw_listening or self.scan.phase.order >= Phase.HTTP_UP.order
+        # The probe also brings the log past our offset: unused while the server lives (the
+        # stream delivers those bytes), it saves a round trip when the server has just died.
         probe = probe_run(
             self.node,
             self.run.rundir,
             self.run.port,
             self.offset,
-            max_bytes=0,
+            max_bytes=LOOK_LOG_BYTES,
             health_url=health_url(self.run) if wants_health else "",
         )
         if not probe.alive or self.scan.verdict is Verdict.FAILED:
-            raise self.fail()
+            raise self.fail(probe)
+        self.saw_listening = self.saw_listening or probe.listening_ours
         now = self.clock()
         grew, self.seen_offset = self.offset > self.seen_offset, self.offset
         warning = self.stalls.observe(self.scan.phase, grew, now)
@@ -246,7 +264,9 @@ class Waiter:
                 urgent = self.watcher.feed(chunk)
             now = self.watcher.clock()
             failing = self.watcher.failing_since
-            if failing is not None and now - failing >= FAIL_GRACE_S:
+            if self.watcher.failed_for_sure or (
+                failing is not None and now - failing >= FAIL_GRACE_S
+            ):
                 raise self.watcher.fail()
             if failing is None and (urgent or now - last_look >= self.tick_s):
                 status, last_look = self._look(), now

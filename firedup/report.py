@@ -34,7 +34,7 @@ def progress_text(status: WaitStatus) -> str:
     if scan.progress is not None:
         bar = f" {scan.progress.label} {scan.progress.done}/{scan.progress.total}"
     return (
-        f"{scan.phase.value}{bar} ({_duration(status.in_phase_s)} in phase, "
+        f"{status.phase.value}{bar} ({_duration(status.in_phase_s)} in phase, "
         f"{_duration(status.elapsed_s)} total, log quiet {_duration(status.silent_s)}) "
         f"{signals_text(status.signals)}"
     )
@@ -42,7 +42,7 @@ def progress_text(status: WaitStatus) -> str:
 
 def progress_key(status: WaitStatus) -> tuple[object, ...]:
     """What must change for a new plain progress line (off a terminal: one per change)."""
-    return (status.scan.phase, status.signals)
+    return (status.phase, status.signals)
 
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:

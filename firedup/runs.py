@@ -71,20 +71,31 @@ def operator() -> str:
     return f"{getpass.getuser()}@{socket.gethostname()}"
 
 
+def parse_current(stdout: bytes) -> RunMeta | None:
+    """Parse current.sh output: `meta=<json>` and `pid=<pid>` (the pid file is the truth)."""
+    fields = dict(ln.partition("=")[::2] for ln in stdout.decode().splitlines() if "=" in ln)
+    if not fields.get("meta"):
+        return None
+    meta = RunMeta.from_json(fields["meta"])
+    pid = fields.get("pid", "").strip()
+    return replace(meta, pid=int(pid)) if pid.isdigit() else meta
+
+
 def current_run(node: Node, host: HostSpec) -> RunMeta | None:
     """The run `current` points at, or None when nothing was ever started here."""
-    text = run_script(node, "current", host.workdir, what="read current run").stdout.strip()
-    return RunMeta.from_json(text) if text else None
+    return parse_current(run_script(node, "current", host.workdir, what="read current run").stdout)
 
 
 def run_by_id(node: Node, host: HostSpec, run_id: str) -> RunMeta:
     if not re.fullmatch(r"[0-9A-Za-z-]+", run_id):
         raise StartError(f"not a run id: {run_id!r}")
-    path = posixpath.join(host.workdir, "runs", run_id, "meta.json")
+    rundir = posixpath.join(host.workdir, "runs", run_id)
     try:
-        return RunMeta.from_json(node.get(path))
+        meta = RunMeta.from_json(node.get(posixpath.join(rundir, "meta.json")))
     except RemoteCommandError:
         raise StartError(f"{host.name}: no run {run_id} under {host.workdir}/runs") from None
+    pid = node.run(["cat", "--", posixpath.join(rundir, "pid")], check=False).out.strip()
+    return replace(meta, pid=int(pid)) if pid.isdigit() else meta
 
 
 def is_alive(node: Node, run: RunMeta) -> bool:
@@ -131,8 +142,7 @@ def start_run(
     )
     if pid is None:
         raise StartError(f"{host.name}: the start script printed no pid: {out.strip()!r}")
-    meta = replace(meta, pid=pid)
-    node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))
+    meta = replace(meta, pid=pid)  # meta.json stays as written: the pid file is the truth
     on_progress(f"started run {run_id}, pid {pid}")
     return meta
 

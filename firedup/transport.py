@@ -173,11 +173,15 @@ class SshNode:
 
     def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
         parent = posixpath.dirname(path)
-        self.run(["mkdir", "-p", "--", parent], what=f"mkdir {parent}")
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.tmp-{secrets.token_hex(4)}")
         try:
             sftp = self._conn.sftp()
-            with sftp.open(tmp, "wb") as fh:
+            try:
+                fh = sftp.open(tmp, "wb")
+            except FileNotFoundError:  # a missing parent costs one more round trip, only then
+                self.run(["mkdir", "-p", "--", parent], what=f"mkdir {parent}")
+                fh = sftp.open(tmp, "wb")
+            with fh:
                 fh.write(data)
             sftp.chmod(tmp, mode)
             sftp.posix_rename(tmp, path)  # rename(2): atomic on one filesystem

@@ -2,7 +2,7 @@
 
 from invoke import Collection
 
-from tasks import deploy, ops
+from tasks import deploy, explain, ops, patches
 
 ns = Collection()
 for _task in (
@@ -13,5 +13,7 @@ for _task in (
     ops.status,
     ops.stop,
     ops.logs,
+    patches.sync_patches,
+    explain.explain_log,
 ):
     ns.add_task(_task)

@@ -9,7 +9,7 @@ from fabric import task
 from invoke.context import Context
 
 from firedup.deploy import apply_deploy, plan_deploy, start_plan, wait_options
-from firedup.errors import StartError
+from firedup.errors import StartError, WaitInterrupted
 from firedup.readiness import WaitHooks, WaitStatus, wait_ready
 from firedup.runs import RunMeta, current_run, run_by_id
 from tasks.common import (
@@ -39,7 +39,7 @@ def interruptible(display: WaitDisplay, run: list[RunMeta]) -> Iterator[None]:
         if not run:
             raise
         host = run[0].host
-        raise StartError(
+        raise WaitInterrupted(
             f"{host}: interrupted; the server keeps running (run {run[0].run_id}, "
             f"pid {run[0].pid})",
             hint=f"re-attach with `fab wait --host {host}`; stop it with `fab stop --host {host}`",

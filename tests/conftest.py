@@ -210,6 +210,19 @@ def session_members(sid: int) -> list[int]:
     return members
 
 
+def tree_roots(pids: list[int]) -> list[int]:
+    """The members of `pids` whose parent is not among them: one root means one process tree."""
+    roots = []
+    for pid in pids:
+        try:
+            ppid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid not in pids:
+            roots.append(pid)
+    return roots
+
+
 FAB = str(REPO / ".venv" / "bin" / "fab")
 
 

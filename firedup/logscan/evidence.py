@@ -77,7 +77,7 @@ class Excerpt:
 
     def from_line(self, text: str) -> None:
         self._trigger = _short(text)
-        self.lines = (*self._recent, self._trigger)
+        self.lines = (*map(_short, self._recent), self._trigger)
         self.has_exception = False
         self._follow = FOLLOW_LINES
 
@@ -89,11 +89,10 @@ class Excerpt:
 
     def note(self, text: str, *, just_set: bool) -> None:
         """Called for every line after it was judged, so a fatal line is not its own follower."""
-        short = _short(text)
         if self._follow and not just_set:
-            self.lines = (*self.lines, short)[:MAX_EXCERPT_LINES]
+            self.lines = (*self.lines, _short(text))[:MAX_EXCERPT_LINES]
             self._follow -= 1
-        self._recent.append(short)
+        self._recent.append(text)
 
 
 def _short(text: str) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import calendar
 import re
-from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import NamedTuple
 
 # (year, month, day, hour, minute, second, microsecond); None where the log omits it.
 RawStamp = tuple[int | None, int | None, int | None, int, int, int, int]
@@ -32,6 +33,8 @@ _WRAPPER = re.compile(
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
+_ENGINE_STARTS = ("[", "(", " ")
+_LEVEL_STARTS = ("I", "W", "E", "D", "C", "T")
 
 _SGLANG = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
@@ -51,8 +54,7 @@ _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
+class Line(NamedTuple):  # a tuple: built for every line of a log, it must be cheap
     text: str  # what a human should see: colour, control bytes and wrappers removed
     message: str  # the engine's message with its own prefix removed
     stamp: RawStamp | None
@@ -72,6 +74,8 @@ def clean(raw: bytes) -> str:
 def parse_line(text: str) -> Line:
     stamp: RawStamp | None = None
     for _ in range(4):  # wrappers nest (k9s around compose around docker), never deeper
+        if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
+            break  # the common case, an engine line with no wrapper: skip the regex
         match = _WRAPPER.match(text)
         if match is None:
             break
@@ -118,26 +122,31 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
         if match:
             stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
             return text[match.end() :], stamp, ranks, match.group("level")
-    if head in ("I", "W", "E", "D", "C", "T"):
-        match = _VLLM_LEVEL.match(text) or _UVICORN_LEVEL.match(text)
+    if head in _LEVEL_STARTS:
+        match = _VLLM_LEVEL.match(text)
         if match:
             level = match.group("level")
-            if match.re is _VLLM_LEVEL:
-                month, day = match.group("md").split("-")
-                hms = _hms(match.group("time"))
-                stamp = (None, int(month), int(day), *hms, _micro(match.group("frac")))
+            stamp = _month_day_stamp(match.group("md"), match.group("time"), match.group("frac"))
             text = text[match.end() :]
-            if match.re is _VLLM_LEVEL and text[:1] in ("I", "W", "E", "D", "C", "T"):
-                uvicorn = _UVICORN_LEVEL.match(text)
-                text = text[uvicorn.end() :] if uvicorn else text
+        uvicorn = _UVICORN_LEVEL.match(text) if text[:1] in _LEVEL_STARTS else None
+        if uvicorn:
+            level = level or uvicorn.group("level")
+            text = text[uvicorn.end() :]
     return text, stamp, ranks, level
 
 
+@lru_cache(maxsize=64)  # neighbouring lines share their second: parse each stamp once
 def _stamp(date: str | None, time: str, frac: str | None) -> RawStamp:
     if date is None:
         return (None, None, None, *_hms(time), _micro(frac))
     year, month, day = date.split("-")
     return (int(year), int(month), int(day), *_hms(time), _micro(frac))
+
+
+@lru_cache(maxsize=64)
+def _month_day_stamp(month_day: str, time: str, frac: str | None) -> RawStamp:
+    month, day = month_day.split("-")
+    return (None, int(month), int(day), *_hms(time), _micro(frac))
 
 
 def _iso_stamp(text: str) -> RawStamp:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from firedup.inventory import Engine
 from firedup.logscan.model import Phase, Progress
@@ -73,6 +74,8 @@ BAR_PHASES: tuple[tuple[str, Phase], ...] = (
     ("Capturing CUDA graphs", Phase.CUDA_GRAPH),
 )
 
+BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)
+
 ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("server_args=ServerArgs(", Engine.SGLANG),
     ("fired up and ready to roll", Engine.SGLANG),
@@ -115,9 +118,10 @@ def parse_bar(message: str) -> tuple[Progress, int, bool] | None:
     return Progress(label, done, total), match.end(), match.group("close") is not None
 
 
-def bar_phase(progress: Progress) -> Phase | None:
+@lru_cache(maxsize=256)  # a bar redraws thousands of times under a handful of labels
+def bar_phase(label: str) -> Phase | None:
     for needle, phase in BAR_PHASES:
-        if progress.label.startswith(needle):
+        if label.startswith(needle):
             return phase
     return None
 

@@ -27,9 +27,16 @@ from firedup.logscan.model import (
     Verdict,
 )
 from firedup.logscan.normalize import Clock, Line, clean, parse_line
-from firedup.logscan.rules import MARKERS, Marker, bar_phase, detect_engine, parse_bar
+from firedup.logscan.rules import (
+    BAR_LABELS,
+    MARKERS,
+    Marker,
+    bar_phase,
+    detect_engine,
+    parse_bar,
+)
 from firedup.logscan.segments import Segmenter
-from firedup.logscan.signatures import HINTS, is_harmless, match_signature
+from firedup.logscan.signatures import HINTS, ROUTINE, is_harmless, match_signature
 
 MAX_LAST_LINE_CHARS = 400
 
@@ -85,6 +92,11 @@ class LogScanner:
             for part in text.split("^M"):
                 self._segment(part, events)
             return
+        # The bulk of a long log is bar redraws with no prefix: recognise them first.
+        bar = parse_bar(text) if text.startswith(BAR_LABELS) else None
+        if bar is not None:
+            self._bar_segment(bar, text, self._clock.last, events)
+            return
         line = parse_line(text)
         now = self._clock.resolve(line.stamp) or self._clock.last
         if now is not None and self._spans[0].start is None:
@@ -92,21 +104,26 @@ class LogScanner:
         bar = parse_bar(line.message)
         if bar is None:
             self._line(line, now, events)
-            return
+        else:  # another bar, or one behind a prefix (docker stamps a bar's first redraw)
+            self._bar_segment(bar, line.message, now, events)
+
+    def _bar_segment(
+        self, bar: tuple[Progress, int, bool], text: str, now: datetime | None, out: list[Event]
+    ) -> None:
         progress, end, complete = bar
-        self._bar(progress, line.text, now, events)
-        rest = line.message[end:]
+        self._bar(progress, text[:end], now, out)
+        rest = text[end:]
         if complete and rest and not rest.isspace():  # a log line written while the bar waited
-            self._segment(rest, events)
+            self._segment(rest, out)
 
     def _bar(self, progress: Progress, text: str, now: datetime | None, out: list[Event]) -> None:
         self._last_line = text[:MAX_LAST_LINE_CHARS]
         if self._verdict is not Verdict.STARTING:
             return
-        floor = bar_phase(progress)
+        floor = bar_phase(progress.label)
         if floor is Phase.CUDA_GRAPH and self._phase.order >= Phase.DRAFT_LOADING.order:
             floor = Phase.DRAFT_CUDA_GRAPH
-        if floor is not None:
+        if floor is not None and floor.order > self._phase.order:
             self._advance(floor, text, now, out)
         if progress != self._progress:
             self._progress = progress
@@ -128,6 +145,8 @@ class LogScanner:
         """Decide whether the line fails the run; True when it set or sharpened the failure."""
         message = line.message
         exception = kind is LineKind.EXCEPTION
+        if not exception and (message.startswith(ROUTINE) or " NCCL INFO " in message):
+            return False
         match = match_signature(message)
         if kind is LineKind.IGNORED_EXCEPTION:
             self._warn(line, now, out)

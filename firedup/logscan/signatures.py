@@ -150,6 +150,17 @@ HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
     )
 )
 
+# The bulk of a long log: serving traffic and NCCL chatter. Never a failure signature, so the
+# signature table (the costly part of reading a line) is skipped for them.
+ROUTINE = (
+    "Decode batch",
+    "Prefill batch",
+    "127.0.0.1:",
+    'GET /health HTTP/1.1"',
+    "Avg prompt throughput",
+    "Engine 000: Avg prompt throughput",
+)
+
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 EXCEPTION_IGNORED = "Exception ignored in"
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.

@@ -52,7 +52,7 @@ def test_deploy_ready_status_stop(node_inventory: Path, tmp_path: Path) -> None:
 
     # The deploy command has exited; the server is still there, in its own session.
     meta = current_meta(workdir)
-    pid, port = int(meta["pid"]), int(meta["port"])
+    pid, port = int((workdir / "current" / "pid").read_text()), int(meta["port"])
     assert pid in session_members(pid)
     assert len(session_members(pid)) >= 3  # the server and its two TP rank processes
     assert health(port) == 200
@@ -80,10 +80,10 @@ def test_deploy_ready_status_stop(node_inventory: Path, tmp_path: Path) -> None:
 def test_restart_replaces_the_running_server(node_inventory: Path, tmp_path: Path) -> None:
     workdir = tmp_path / "node"
     assert fab("deploy", "--host", "node", "--inventory", str(node_inventory)).returncode == 0
-    first = int(current_meta(workdir)["pid"])
+    first = int((workdir / "current" / "pid").read_text())
     result = fab("deploy", "--host", "node", "--inventory", str(node_inventory), "--restart")
     assert result.returncode == 0, result.stderr
-    second = int(current_meta(workdir)["pid"])
+    second = int((workdir / "current" / "pid").read_text())
     assert first != second
     assert session_members(first) == [] and second in session_members(second)
     assert len(list((workdir / "runs").iterdir())) == 2  # the old run's files are kept
