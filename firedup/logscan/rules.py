@@ -76,6 +76,9 @@ BAR_PHASES: tuple[tuple[str, Phase], ...] = (
 
 BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)
 
+# Printed once per launch, first thing: seen again after progress, a new launch has begun.
+LAUNCH_BANNERS = ("server_args=ServerArgs(", "vLLM API server version", "vLLM server version")
+
 ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("server_args=ServerArgs(", Engine.SGLANG),
     ("fired up and ready to roll", Engine.SGLANG),

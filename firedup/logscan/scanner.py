@@ -29,6 +29,7 @@ from firedup.logscan.model import (
 from firedup.logscan.normalize import Clock, Line, clean, parse_line
 from firedup.logscan.rules import (
     BAR_LABELS,
+    LAUNCH_BANNERS,
     MARKERS,
     Marker,
     bar_phase,
@@ -44,21 +45,26 @@ MAX_LAST_LINE_CHARS = 400
 class LogScanner:
     def __init__(self, engine: Engine | None = None, *, year: int | None = None) -> None:
         """`year` completes timestamps that omit it (vLLM's `MM-DD`); None means unknown."""
-        self.engine = engine
+        self._given = engine
         self._detect = engine is None
         self._segments = Segmenter()
         self._clock = Clock(year)
+        self._bytes = 0
+        self._last_line = ""
+        self._snapshot: ScanState | None = None
+        self._new_launch(None)
+
+    def _new_launch(self, now: datetime | None) -> None:
+        """Forget the story so far: a log appended to (`>>`) can hold several launches."""
+        self.engine = self._given
         self._tracebacks = Tracebacks()
         self._excerpt = Excerpt()
         self._verdict = Verdict.STARTING
         self._phase = Phase.LAUNCHING
         self._reason: Reason | None = None
         self._progress: Progress | None = None
-        self._spans: list[PhaseSpan] = [PhaseSpan(Phase.LAUNCHING, None, None)]
+        self._spans: list[PhaseSpan] = [PhaseSpan(Phase.LAUNCHING, now, None)]
         self._rank_markers: set[tuple[str, str]] = set()
-        self._bytes = 0
-        self._last_line = ""
-        self._snapshot: ScanState | None = None
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Events completed by this chunk; a line still being written waits for its end."""
@@ -131,6 +137,9 @@ class LogScanner:
 
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
+        if line.message.startswith(LAUNCH_BANNERS) and self._story_begun():
+            self._new_launch(now)
+            out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
         if self._detect and self.engine is None:
             self.engine = detect_engine(line.message, line.ranks)
         kind = self._tracebacks.see(line.text, line.message)
@@ -138,6 +147,9 @@ class LogScanner:
         if self._verdict is Verdict.STARTING:
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
+
+    def _story_begun(self) -> bool:
+        return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING
 
     # -- failures ----------------------------------------------------------------------------
 
