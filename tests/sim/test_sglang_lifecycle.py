@@ -67,3 +67,22 @@ def test_unknown_flag_fails_like_argparse(launch) -> None:  # type: ignore[no-un
     run = launch(bad)
     assert run.wait_exit(20) == 2
     assert "launch_server.py: error: unrecognized arguments: --no-such" in run.log()
+
+
+def test_multi_node_waits_for_every_node(launch) -> None:  # type: ignore[no-untyped-def]
+    addr = f"127.0.0.1:{scenarios.free_port()}"
+    common = (*scenarios.TINY, "--tp", "4", "--nnodes", "2", "--dist-init-addr", addr)
+    node0 = scenarios.Scenario("node0", "sglang", (*common, "--node-rank", "0"), "ready")
+    node1 = scenarios.Scenario("node1", "sglang", (*common, "--node-rank", "1"), "ready")
+    head = launch(node0)
+    assert head.wait_text("Init torch distributed begin.", 20)
+    assert head.wait_silence(1.0, 10), "alone, node 0 waits at the rendezvous, silently"
+    assert "Init torch distributed ends" not in head.log() and head.alive()
+    worker = launch(node1)
+    assert head.wait_text(scenarios.FIRED, 30)
+    assert worker.wait_for(lambda: worker.http_status("/health") == 200, 20)
+    assert scenarios.FIRED not in worker.log()  # only node 0 serves and warms up
+    assert sorted(cmdline(pid) for pid in children(worker.pid)) == [
+        "sglang::scheduler_TP2",
+        "sglang::scheduler_TP3",
+    ]

@@ -77,7 +77,7 @@ def run_scheduler_process(
     kill_itself_when_parent_died()
     parent_pid = os.getppid()
     configure_logger(server_args, prefix=prefix)
-    parallel_state.set_group(barrier, tp_rank, server_args.tp_size)
+    parallel_state.set_group(barrier, tp_rank, server_args.tp_size, server_args)
 
     try:
         scheduler = Scheduler(server_args, gpu_id, tp_rank, title)

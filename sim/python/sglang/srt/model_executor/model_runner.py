@@ -103,7 +103,7 @@ class ModelRunner:
         self.model = model_class(self.model_config.hf_config, None)
         shards = max(info.shard_count, 1)
         bar = Bar(shards, "Loading safetensors checkpoint shards", "completed", self.tp_rank == 0)
-        per_shard_s = (0.05 + 0.015 * weight_gb) / shards
+        per_shard_s = (0.05 + 0.012 * weight_gb) / shards
         for i in range(shards):
             clock.sleep(per_shard_s)
             self._maybe_fail_loading(i, shards, weight_gb)

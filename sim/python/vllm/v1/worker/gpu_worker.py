@@ -62,7 +62,7 @@ class Worker:
         shards = max(self.info.shard_count, 1)
         bar = Bar(shards, "Loading safetensors checkpoint shards", "completed", self.rank == 0)
         for i in range(shards):
-            clock.sleep((0.05 + 0.015 * weight_gb) / shards)
+            clock.sleep((0.05 + 0.012 * weight_gb) / shards)
             free = gpustate.avail_gb(self.holder.gpu)
             if weight_gb / shards > free or (faults.has("oom_load") and i == shards // 3):
                 raise OutOfMemoryError(
