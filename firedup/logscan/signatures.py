@@ -191,9 +191,10 @@ HINTS: dict[Reason, str] = {
     "--cuda-graph-max-bs, or as a last resort --disable-cuda-graph.",
     R.WARMUP_FAILED: "The model loaded but the warmup request failed: read the excerpt; raise "
     "SGLANG_WARMUP_TIMEOUT if the first request is just slow, or use --skip-server-warmup.",
-    R.ENGINE_INIT: "The engine failed while initializing; the root cause is the first error in "
-    "the excerpt. If vLLM timed out waiting for the engine core, raise "
-    "VLLM_ENGINE_READY_TIMEOUT_S.",
+    R.ENGINE_INIT: "The engine says its initialization failed and the log names no cause "
+    "firedup recognises: look above the excerpt in the full log (another process may have "
+    "printed the root cause). If vLLM timed out waiting for the engine core (slow weight "
+    "loading), raise VLLM_ENGINE_READY_TIMEOUT_S.",
     R.KILLED: "A server process was killed without a Python error (exit code -9 is SIGKILL, "
     "often the kernel OOM killer): check `dmesg -T | grep -i oom` and host memory, and "
     "whether someone stopped the server.",
