@@ -20,11 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import scenarios
+import simrun
 
-OUT = scenarios.REPO / "tests" / "fixtures" / "logs" / "sim"
+OUT = simrun.REPO / "tests" / "fixtures" / "logs" / "sim"
 
 
-def exercise(run: scenarios.SimRun) -> None:
+def exercise(run: simrun.SimRun) -> None:
     """Once ready: a health check, a model list, one generation, one decode-stats line."""
     run.http_status("/health")
     run.http_status("/v1/models")
@@ -36,7 +37,7 @@ def exercise(run: scenarios.SimRun) -> None:
         run.post_json("/v1/completions", {"prompt": "Hello", "max_tokens": 8})
 
 
-def drive(run: scenarios.SimRun, timeout_s: float) -> str:
+def drive(run: simrun.SimRun, timeout_s: float) -> str:
     scenario = run.scenario
     run.start()
     try:
@@ -67,7 +68,7 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     failed = 0
     with tempfile.TemporaryDirectory(prefix="firedup-sim-fixtures-") as tmp:
-        runs = [scenarios.SimRun(s, Path(tmp) / s.fixture_name[:-4], opts.speed) for s in chosen]
+        runs = [simrun.SimRun(s, Path(tmp) / s.fixture_name[:-4], opts.speed) for s in chosen]
         with ThreadPoolExecutor(opts.jobs) as pool:
             verdicts = list(pool.map(lambda r: drive(r, 120.0), runs))
         for run, verdict in zip(runs, verdicts, strict=True):

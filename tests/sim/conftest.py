@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.simhelp import FAST, scenarios
+from tests.sim.simhelp import FAST, simrun
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def launch(tmp_path: Path) -> Iterator[Callable[..., object]]:
     runs: list = []
 
     def start(scenario: object, speed: float = FAST) -> object:
-        run = scenarios.SimRun(scenario, tmp_path / f"run{len(runs)}", speed)
+        run = simrun.SimRun(scenario, tmp_path / f"run{len(runs)}", speed)
         runs.append(run)
         return run.start()
 

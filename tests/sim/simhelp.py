@@ -2,29 +2,24 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import sys
 from pathlib import Path
-from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[2]
 FAST = 4.0  # FIREDUP_SIM_SPEED for the tests: a Kimi EAGLE-3 startup takes ~1.5 s
 
 
-def _load_scenarios() -> ModuleType:
-    if "sim_scenarios" in sys.modules:
-        return sys.modules["sim_scenarios"]
-    spec = importlib.util.spec_from_file_location("sim_scenarios", REPO / "sim" / "scenarios.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sim_scenarios"] = module
-    spec.loader.exec_module(module)
-    return module
+# sim/ holds the scenario table and its runner; they are scripts of the dev machine, not a
+# package, so their directory goes on sys.path (as record_fixtures.py does for itself).
+if str(REPO / "sim") not in sys.path:
+    sys.path.insert(0, str(REPO / "sim"))
 
+import scenarios  # noqa: E402
+import simrun  # noqa: E402
 
-scenarios = _load_scenarios()
+__all__ = ["FAST", "REPO", "children", "cmdline", "comm", "listening", "scenarios", "simrun"]
 
 
 def comm(pid: int) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.sim.simhelp import FAST, listening, scenarios
+from tests.sim.simhelp import FAST, listening, scenarios, simrun
 
 FAILING = [s for s in scenarios.SCENARIOS if s.expect in ("exit", "hang")]
 QUIET_S = 1.5  # a hang: the log stops growing and the process stays alive
@@ -44,7 +44,7 @@ def _outcome(run) -> dict:  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict]]:
     base = Path(tmp_path_factory.mktemp("faults"))
-    runs = [scenarios.SimRun(s, base / s.fixture_name[:-4], FAST) for s in FAILING]
+    runs = [simrun.SimRun(s, base / s.fixture_name[:-4], FAST) for s in FAILING]
     try:
         with ThreadPoolExecutor(len(runs)) as pool:
             results = list(pool.map(_outcome, runs))

@@ -7,7 +7,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from tests.sim.simhelp import REPO, children, cmdline, comm, listening, scenarios
+from tests.sim.simhelp import REPO, children, cmdline, comm, listening, scenarios, simrun
 
 FIRED = scenarios.FIRED
 
@@ -70,7 +70,7 @@ def test_unknown_flag_fails_like_argparse(launch) -> None:  # type: ignore[no-un
 
 
 def test_multi_node_waits_for_every_node(launch) -> None:  # type: ignore[no-untyped-def]
-    addr = f"127.0.0.1:{scenarios.free_port()}"
+    addr = f"127.0.0.1:{simrun.free_port()}"
     common = (*scenarios.TINY, "--tp", "4", "--nnodes", "2", "--dist-init-addr", addr)
     node0 = scenarios.Scenario("node0", "sglang", (*common, "--node-rank", "0"), "ready")
     node1 = scenarios.Scenario("node1", "sglang", (*common, "--node-rank", "1"), "ready")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.sim.simhelp import listening, scenarios
+from tests.sim.simhelp import listening, scenarios, simrun
 
 KIMI_PY = Path("sglang/srt/models/kimi_k25.py")
 
@@ -78,7 +78,7 @@ def test_get_embed_and_head_is_called_after_the_draft_load(launch, tmp_path: Pat
     run = launch(scenario)  # only to build a patched tree we can then cut down
     run.wait_exit(0.1)
     partial = tmp_path / "partial"
-    patched = scenarios.patched_python(run.workdir)
+    patched = simrun.patched_python(run.workdir)
     shutil.copytree(patched, partial, ignore=shutil.ignore_patterns("__pycache__"))
     source = (partial / KIMI_PY).read_text()
     cut = source.index("    def get_embed_and_head")
