@@ -61,8 +61,8 @@ def _whole(data: bytes) -> tuple[list[Event], ScanState, ScanState]:
 def _cut_fixture(draw: st.DrawFn) -> tuple[bytes, list[int]]:
     data = draw(st.sampled_from(FIXTURES)).read_bytes()
     cuts = draw(st.lists(st.integers(0, len(data)), max_size=40))
-    # Cuts right before or after every \r are the interesting ones: aim some there.
-    carriage = [i for i, byte in enumerate(data) if byte == 0x0D]
+    # Cuts right before or after a \r are the interesting ones: aim some there.
+    carriage = [i + after for i, byte in enumerate(data) if byte == 0x0D for after in (0, 1)]
     if carriage:
         cuts += draw(st.lists(st.sampled_from(carriage), max_size=10))
     return data, cuts
