@@ -11,12 +11,15 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from firedup.errors import PreflightError
 from firedup.inventory import Deployment, HostSpec
 from firedup.node import Node
 from firedup.patching import sync_patches
+from firedup.preflight import Outcome, PreflightReport, preflight
 from firedup.readiness import NO_HOOKS, WaitHooks, WaitOptions, WaitStatus, wait_ready
 from firedup.render import LaunchScript, check_bash_syntax, render_launch
-from firedup.runs import RunMeta, new_run_id, start_run
+from firedup.runs import RunMeta, current_run, new_run_id, start_run
+from firedup.secrets import resolve_secrets
 
 
 @dataclass(frozen=True)
@@ -62,8 +65,22 @@ def start_plan(
         plan.script,
         plan.run_id,
         restart=restart,
+        secrets=resolve_secrets(plan.deployment),
         on_progress=on_progress,
     )
+
+
+def check_preflight(
+    node: Node, plan: DeployPlan, *, restart: bool, current: RunMeta | None
+) -> PreflightReport:
+    """Preflight for a deploy: raise PreflightError (nothing launched) when a check fails."""
+    report = preflight(node, plan.host, plan.deployment, current=current, restart=restart)
+    if not report.ok:
+        raise PreflightError(
+            f"{plan.host.name}: preflight failed; nothing was launched\n{report.text()}",
+            hint=f"fix the failed checks; `fab preflight --host {plan.host.name}` re-checks",
+        )
+    return report
 
 
 def apply_deploy(
@@ -76,9 +93,15 @@ def apply_deploy(
     on_progress: Callable[[str], None] = lambda _m: None,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
 ) -> WaitStatus:
+    """preflight -> sync patches -> start -> wait: the whole deploy on one node."""
+    report = check_preflight(node, plan, restart=restart, current=current_run(node, plan.host))
+    for check in report.checks:
+        if check.outcome is not Outcome.PASS:
+            on_progress(f"preflight {check.outcome.value}: {check.name}: {check.detail}")
+    on_progress(f"preflight passed ({len(report.checks)} checks)")
     if plan.deployment.patches:
-        report = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
-        for line in report.lines():
+        patched = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
+        for line in patched.lines():
             on_progress(f"patch {line}")
     run = start_plan(node, plan, restart=restart, on_progress=on_progress)
     on_started(run)

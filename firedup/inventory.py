@@ -16,14 +16,13 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Field,
     ValidationError,
     field_validator,
     model_validator,
 )
 
+from firedup.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.errors import InventoryError
 
 DEFAULT_INVENTORY = Path(__file__).resolve().parent.parent / "inventory" / "hosts.yaml"
@@ -31,12 +30,7 @@ INVENTORY_ENV = "FIREDUP_INVENTORY"
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 Port = Annotated[int, Field(ge=1, le=65535)]
-ArgValue = str | int | float | bool | list[str | int | float]
-
-
-class Engine(StrEnum):
-    SGLANG = "sglang"
-    VLLM = "vllm"
+__all__ = ["ArgValue", "Deployment", "Engine", "HostSpec", "Inventory", "KeyPolicy"]
 
 
 class KeyPolicy(StrEnum):
@@ -44,72 +38,7 @@ class KeyPolicy(StrEnum):
     ACCEPT_NEW = "accept-new"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
-
-
-def _env_name(key: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
-        raise ValueError(f"{key!r} is not a valid environment variable name")
-    return key
-
-
-def _env_map(value: Mapping[str, Any]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for key, raw in value.items():
-        if isinstance(raw, bool):
-            raise ValueError(f"{key}: write booleans as strings ('1', 'true'), got {raw!r}")
-        if not isinstance(raw, str | int | float):
-            raise ValueError(f"{key}: expected a string or number, got {type(raw).__name__}")
-        out[_env_name(key)] = str(raw)
-    return out
-
-
-class Deployment(_Model):
-    """What to run: an engine, a model and its arguments."""
-
-    name: str = ""
-    engine: Engine
-    model: str = Field(min_length=1)
-    port: Port = 30000
-    bind: str = "127.0.0.1"
-    args: dict[str, ArgValue] = Field(default_factory=dict)
-    env: dict[str, str] = Field(default_factory=dict)
-    ready_timeout_s: float = Field(default=1800.0, gt=0)
-    patches: list[str] = Field(default_factory=list)
-    phase_budgets_s: dict[str, float] = Field(default_factory=dict)
-
-    @field_validator("phase_budgets_s")
-    @classmethod
-    def _check_budgets(cls, value: dict[str, float]) -> dict[str, float]:
-        from firedup.logscan.model import Phase  # late: logscan itself imports Engine from here
-
-        phases = [p.value for p in Phase]
-        for name, seconds in value.items():
-            if name not in phases:
-                raise ValueError(f"{name!r} is not a phase; phases: {', '.join(phases)}")
-            if seconds <= 0:
-                raise ValueError(f"{name}: a budget must be positive seconds, got {seconds}")
-        return value
-
-    @field_validator("env", mode="before")
-    @classmethod
-    def _check_env(cls, value: Any) -> Any:
-        return _env_map(value) if isinstance(value, Mapping) else value
-
-    @field_validator("args")
-    @classmethod
-    def _check_args(cls, value: dict[str, ArgValue]) -> dict[str, ArgValue]:
-        reserved = {"model-path", "model", "port", "host"}
-        for key in value:
-            if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", key):
-                raise ValueError(f"{key!r}: write flags without dashes, lower-case, e.g. 'tp'")
-            if key in reserved:
-                raise ValueError(f"{key!r} is set from the deployment's own key, not from args")
-        return value
-
-
-class HostSpec(_Model):
+class HostSpec(FrozenModel):
     """Where to run: how to reach a node and where firedup keeps its files there."""
 
     name: str = ""
@@ -129,7 +58,7 @@ class HostSpec(_Model):
     @field_validator("env", mode="before")
     @classmethod
     def _check_env(cls, value: Any) -> Any:
-        return _env_map(value) if isinstance(value, Mapping) else value
+        return env_map(value) if isinstance(value, Mapping) else value
 
     @field_validator("identity_file", "known_hosts")
     @classmethod
@@ -150,7 +79,7 @@ class HostSpec(_Model):
         return self
 
 
-class Inventory(_Model):
+class Inventory(FrozenModel):
     path: Path = Path("-")
     hosts: dict[str, HostSpec]
     deployments: dict[str, Deployment]

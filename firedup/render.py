@@ -8,6 +8,7 @@ so a value is always exactly one shell word.
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 import subprocess
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from typing import Any
 
 import jinja2
 
+from firedup.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.errors import RenderError
 from firedup.inventory import ArgValue, Deployment, Engine, HostSpec
 
@@ -88,12 +90,45 @@ def engine_args(deployment: Deployment) -> list[Flag]:
 
 
 def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
-    """The launch environment: host env first, the deployment's wins on a clash."""
-    return {**host.env, **deployment.env}
+    """The launch environment: host env first, the deployment's wins on a clash; the draft
+    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself)."""
+    env = {**host.env, **deployment.env}
+    if deployment.draft_context == "extend" and deployment.engine is Engine.SGLANG:
+        env[SGLANG_LONG_CONTEXT_ENV] = "1"
+    return env
+
+
+def vllm_speculative_config(deployment: Deployment) -> str | None:
+    """vLLM takes speculative decoding as one JSON argument (--speculative-config)."""
+    spec = deployment.speculative
+    if spec is None:
+        return None
+    config: dict[str, object] = {"method": spec.algorithm.lower()}
+    if spec.draft_model:
+        config["model"] = spec.draft_model
+    if spec.num_steps:
+        config["num_speculative_tokens"] = spec.num_steps
+    if spec.draft_tp:
+        config["draft_tensor_parallel_size"] = spec.draft_tp
+    return json.dumps(config, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class MultiNode:
+    """This node's place in a deployment spread over several nodes."""
+
+    nnodes: int
+    node_rank: int
+    dist_init_addr: str
 
 
 def render_launch(
-    host: HostSpec, deployment: Deployment, *, run_id: str, rundir: str
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    run_id: str,
+    rundir: str,
+    multinode: MultiNode | None = None,
 ) -> LaunchScript:
     context = {
         "host": host,
@@ -101,7 +136,10 @@ def render_launch(
         "run_id": run_id,
         "rundir": rundir,
         "env": launch_env(host, deployment),
+        "secret_names": sorted(deployment.secrets),
         "engine_args": engine_args(deployment),
+        "speculative_config": vllm_speculative_config(deployment),
+        "multinode": multinode,
     }
     name = f"{deployment.engine.value}/launch.sh.j2"
     try:

@@ -13,7 +13,7 @@ import re
 import secrets
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +23,7 @@ from firedup.inventory import Deployment, Engine, HostSpec
 from firedup.node import Node, run_script
 from firedup.probe import probe_run
 from firedup.render import LaunchScript
+from firedup.secrets import SECRETS_FILE, secrets_env_text
 
 STOP_GRACE_S = 20
 
@@ -110,9 +111,11 @@ def start_run(
     run_id: str,
     *,
     restart: bool = False,
+    secrets: Mapping[str, str] | None = None,
     on_progress: Callable[[str], None] = lambda _msg: None,
 ) -> RunMeta:
-    """Upload the launch script into a fresh run directory and start it detached."""
+    """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
+    start it detached."""
     previous = current_run(node, host)
     if previous is not None and is_alive(node, previous):
         if not restart:
@@ -134,6 +137,9 @@ def start_run(
         started_by=operator(),
         bind=deployment.bind,
     )
+    if secrets:
+        text = secrets_env_text(secrets).encode()
+        node.put(text, posixpath.join(meta.rundir, SECRETS_FILE), mode=0o600)
     node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o755)
     node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))
     out = run_script(node, "start", host.workdir, run_id, what="start").out

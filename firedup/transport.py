@@ -182,8 +182,8 @@ class SshNode:
                 self.run(["mkdir", "-p", "--", parent], what=f"mkdir {parent}")
                 fh = sftp.open(tmp, "wb")
             with fh:
+                fh.chmod(mode)  # before any byte: a 0600 secret is never readable by others
                 fh.write(data)
-            sftp.chmod(tmp, mode)
             sftp.posix_rename(tmp, path)  # rename(2): atomic on one filesystem
         except (paramiko.SSHException, EOFError) as exc:
             self._conn.close()

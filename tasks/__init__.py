@@ -2,11 +2,13 @@
 
 from invoke import Collection
 
-from tasks import deploy, explain, ops, patches
+from tasks import deploy, explain, ops, patches, plan
 
 ns = Collection()
 for _task in (
     deploy.deploy,
+    plan.preflight,
+    plan.plan,
     deploy.render,
     deploy.start,
     deploy.wait,

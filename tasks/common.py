@@ -19,6 +19,7 @@ from invoke.exceptions import Exit
 from firedup.errors import DeployError, UsageError
 from firedup.inventory import Inventory, load_inventory
 from firedup.node import Node
+from firedup.secrets import mask
 from firedup.transport import open_node
 
 T = TypeVar("T")
@@ -56,20 +57,20 @@ def reporting() -> Iterator[None]:
     try:
         yield
     except DeployError as exc:
-        raise Exit(f"firedup: {exc}", code=exc.exit_code) from None
+        raise Exit(mask(f"firedup: {exc}"), code=exc.exit_code) from None
     except KeyboardInterrupt:
         raise Exit("firedup: interrupted", code=130) from None
 
 
 def say(message: str) -> None:
-    print(message, flush=True)
+    print(mask(message), flush=True)
 
 
 def progress(host: str) -> Callable[[str], None]:
     """Progress goes to stderr, so stdout stays clean for --json and scripts."""
 
     def report(message: str) -> None:
-        print(f"[{host}] {message}", file=sys.stderr, flush=True)
+        print(mask(f"[{host}] {message}"), file=sys.stderr, flush=True)
 
     return report
 

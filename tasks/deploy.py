@@ -22,6 +22,7 @@ from tasks.common import (
     require_host,
     say,
 )
+from tasks.plan import show_plan
 from tasks.progress import WaitDisplay
 
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
@@ -62,6 +63,7 @@ def _ready_message(status: WaitStatus) -> str:
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
     }
 )
 def deploy(
@@ -72,9 +74,13 @@ def deploy(
     timeout: int = 0,
     poll: float = 1.0,
     follow: bool = False,
+    dry_run: bool = False,
 ) -> None:
-    """Render, start and wait until the server is truly ready."""
+    """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
+        if dry_run:
+            show_plan(c, host, inventory, restart)
+            return
         name = require_host("deploy", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)

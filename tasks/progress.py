@@ -12,6 +12,7 @@ from typing import TextIO
 
 from firedup.readiness import WaitStatus
 from firedup.report import progress_key, progress_text
+from firedup.secrets import mask
 
 
 class WaitDisplay:
@@ -25,7 +26,7 @@ class WaitDisplay:
         self.drawn = False
 
     def status(self, status: WaitStatus) -> None:
-        line = f"[{self.host}] {progress_text(status)}"
+        line = mask(f"[{self.host}] {progress_text(status)}")
         key = progress_key(status)
         if self.live:
             newline = key != self.last_key and self.drawn
@@ -40,12 +41,12 @@ class WaitDisplay:
 
     def message(self, text: str) -> None:
         self.end_line()
-        self.out.write(f"[{self.host}] {text}\n")
+        self.out.write(mask(f"[{self.host}] {text}") + "\n")
         self.out.flush()
 
     def log(self, chunk: bytes) -> None:
         if self.follow:
-            sys.stdout.write(chunk.decode("utf-8", "replace").replace("\r", "\n"))
+            sys.stdout.write(mask(chunk.decode("utf-8", "replace").replace("\r", "\n")))
             sys.stdout.flush()
 
     def end_line(self) -> None:

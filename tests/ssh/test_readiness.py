@@ -98,7 +98,7 @@ def make_node(sshd: Sshd, tmp_path: Path) -> Iterator[Callable[..., Node]]:
 
 def test_ready_only_when_every_signal_agrees(make_node: Callable[..., Node]) -> None:
     # A slower simulated node, so that warmup lasts several looks even on a busy machine.
-    node = make_node(sim_deployment(args={"tp": 2}), FIREDUP_SIM_SPEED="0.3")
+    node = make_node(sim_deployment(tp=2), FIREDUP_SIM_SPEED="0.3")
     status, seen = node.wait(node.start())
     assert status.ready
     s = status.signals
@@ -152,7 +152,7 @@ def test_a_crash_in_each_phase_is_reported_fast(
     reason: Reason | None,
     extra: dict[str, str],
 ) -> None:
-    node = make_node(sim_deployment(args={"tp": 2}), FIREDUP_SIM_FAULT=fault, **extra)
+    node = make_node(sim_deployment(tp=2), FIREDUP_SIM_FAULT=fault, **extra)
     run = node.start()
     with pytest.raises(ServerCrashedError) as err:
         node.wait(run)
@@ -167,7 +167,7 @@ def test_a_crash_in_each_phase_is_reported_fast(
 
 
 def test_a_silent_hang_ends_naming_the_phase(make_node: Callable[..., Node]) -> None:
-    node = make_node(sim_deployment(args={"tp": 2}), FIREDUP_SIM_FAULT="nccl_hang")
+    node = make_node(sim_deployment(tp=2), FIREDUP_SIM_FAULT="nccl_hang")
     run = node.start()
     started = time.monotonic()
     with pytest.raises(NotReadyError) as err:
@@ -178,7 +178,7 @@ def test_a_silent_hang_ends_naming_the_phase(make_node: Callable[..., Node]) -> 
 
 
 def test_a_slow_capture_that_keeps_moving_does_not_fail(make_node: Callable[..., Node]) -> None:
-    node = make_node(sim_deployment(args={"tp": 2}), FIREDUP_SIM_FAULT="slow_capture")
+    node = make_node(sim_deployment(tp=2), FIREDUP_SIM_FAULT="slow_capture")
     status, seen = node.wait(node.start(), timeout_s=90)
     assert status.ready
     captures = [s for s in seen if s.scan.phase is Phase.CUDA_GRAPH and s.scan.progress]
@@ -189,7 +189,7 @@ def test_a_slow_capture_that_keeps_moving_does_not_fail(make_node: Callable[...,
 def test_sshd_restart_mid_wait(tmp_path: Path) -> None:
     proc, sshd = start_sshd(tmp_path / "own-sshd")
     try:
-        node = Node(sshd, tmp_path, sim_deployment(args={"tp": 2}), FIREDUP_SIM_SPEED="0.25")
+        node = Node(sshd, tmp_path, sim_deployment(tp=2), FIREDUP_SIM_SPEED="0.25")
         run = node.start()
         restarted: list[str] = []
 
@@ -240,7 +240,7 @@ def test_ctrl_c_leaves_the_server_running_and_wait_reattaches(
                 env={**ssh_host(sshd, workdir, "d")["env"], "FIREDUP_SIM_SPEED": "0.3"},
             )
         },
-        {"d": sim_deployment(args={"tp": 2})},
+        {"d": sim_deployment(tp=2)},
     )
     deploy = subprocess.Popen(
         [FAB, "deploy", "--host", "node", "--inventory", str(inv)],

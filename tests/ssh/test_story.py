@@ -23,17 +23,20 @@ from tests.conftest import (
 
 pytestmark = pytest.mark.ssh
 
-STORY_ARGS = {
+STORY = {
+    "engine": "sglang",
+    "model": str(SIM_MODELS / "kimi-k25"),
     "tp": 8,
-    "trust-remote-code": True,
-    "speculative-algorithm": "EAGLE3",
-    "speculative-draft-model-path": str(SIM_MODELS / "kimi-k25-eagle3"),
-    "speculative-num-steps": 3,
-    "speculative-eagle-topk": 1,
-    "speculative-num-draft-tokens": 4,
-    "context-length": 262144,
+    "trust_remote_code": True,
+    "context_length": 262144,
+    "speculative": {
+        "algorithm": "EAGLE3",
+        "draft_model": str(SIM_MODELS / "kimi-k25-eagle3"),
+        "num_steps": 3,
+        "eagle_topk": 1,
+        "num_draft_tokens": 4,
+    },
 }
-OVERRIDE = {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
 
 
 @pytest.fixture
@@ -49,28 +52,34 @@ def story(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]) -> I
         entry["env"] = {**entry["env"], "PYTHONPATH": str(site)}
         return entry
 
-    base = {"engine": "sglang", "model": str(SIM_MODELS / "kimi-k25"), "port": port}
+    base = {**STORY, "port": port}
     inv = write_inventory(
         {"v3": host("v3"), "v4": host("v4"), "v5": host("v5")},
         {
-            "v3": {**base, "args": STORY_ARGS},
-            "v4": {**base, "args": STORY_ARGS, "env": OVERRIDE},
-            "v5": {**base, "args": STORY_ARGS, "env": OVERRIDE,
-                   "patches": ["kimi-k25-eagle3-hooks"]},
+            "v3": base,
+            "v4": {**base, "draft_context": "extend"},
+            "v5": {**base, "draft_context": "extend", "patches": ["kimi-k25-eagle3-hooks"]},
         },
     )
     yield inv
     fab("stop", "--host", "v5", "--inventory", str(inv), "--grace", "2")
 
 
+def start_and_wait(host: str, inventory: Path) -> subprocess.CompletedProcess[str]:
+    """Launch without preflight, as a runbook's single steps do: the crash happens for real."""
+    started = fab("start", "--host", host, "--inventory", str(inventory))
+    assert started.returncode == 0, started.stderr
+    return fab("wait", "--host", host, "--inventory", str(inventory))
+
+
 def test_the_three_launches(story: Path, tmp_path: Path) -> None:
-    v3 = fab("deploy", "--host", "v3", "--inventory", str(story))
+    v3 = start_and_wait("v3", story)
     assert v3.returncode == 8, v3.stderr
     assert "context_length" in v3.stderr
     assert "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN" in v3.stderr  # the hint says what to do
     assert "Traceback" not in v3.stderr.split("firedup:")[0]
 
-    v4 = fab("deploy", "--host", "v4", "--inventory", str(story))
+    v4 = start_and_wait("v4", story)
     assert v4.returncode == 8, v4.stderr
     assert "missing_model_hook" in v4.stderr
     assert "set_eagle3_layers_to_capture" in v4.stderr
@@ -88,7 +97,7 @@ def test_the_three_launches(story: Path, tmp_path: Path) -> None:
     assert fab("stop", "--host", "v5", "--inventory", str(story)).returncode == 0
     revert = fab("sync-patches", "--host", "v5", "--inventory", str(story), "--revert")
     assert revert.returncode == 0, revert.stderr
-    again = fab("deploy", "--host", "v4", "--inventory", str(story))
+    again = start_and_wait("v4", story)
     assert again.returncode == 8 and "missing_model_hook" in again.stderr
     # Every launch kept its own run directory and log.
     assert len(list((tmp_path / "node" / "runs").iterdir())) == 4

@@ -37,7 +37,7 @@ def node_inventory(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Pa
     workdir = tmp_path / "node"
     inv = write_inventory(
         {"node": ssh_host(sshd, workdir, "tiny")},
-        {"tiny": sim_deployment(args={"tp": 2}, ready_timeout_s=60)},
+        {"tiny": sim_deployment(tp=2, ready_timeout_s=60)},
     )
     yield inv
     fab("stop", "--host", "node", "--inventory", str(inv), "--grace", "2")

@@ -15,7 +15,7 @@ GOOD: dict[str, Any] = {
         "a": {"address": "10.0.0.1", "workdir": "/srv/f", "deployment": "d"},
         "b": {"transport": "local", "workdir": "/tmp/x", "deployment": "d"},
     },
-    "deployments": {"d": {"engine": "sglang", "model": "/m", "port": 8000, "args": {"tp": 8}}},
+    "deployments": {"d": {"engine": "sglang", "model": "/m", "port": 8000, "tp": 8}},
     "groups": {"all": ["a", "b"]},
 }
 
@@ -63,7 +63,7 @@ def test_shipped_inventory_is_valid() -> None:
         ({**GOOD, "deployments": {"d": {"engine": "tgi", "model": "/m"}}}, "deployments.d.engine"),
         (
             {**GOOD, "deployments": {"d": {"engine": "vllm", "model": "/m", "args": {"port": 1}}}},
-            "'port' is set from the deployment's own key",
+            "args.port: set it with the deployment key 'port'",
         ),
         (
             {**GOOD, "deployments": {"d": {"engine": "vllm", "model": "/m", "args": {"--tp": 1}}}},

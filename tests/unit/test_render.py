@@ -59,14 +59,26 @@ def test_hostile_values_stay_one_word(tmp_path: Path) -> None:
 
 def test_flag_forms() -> None:
     inv = _inventory(
-        {"tp": 8, "trust-remote-code": True, "disable-cuda-graph": False, "ids": [1, 2]}
+        {
+            "enable-metrics": True,
+            "disable-cuda-graph": False,
+            "ids": [1, 2],
+            "chunked-prefill-size": 8192,
+        }
     )
     assert engine_args(inv.deployments["d"]) == [
-        ("--tp", "8"),
-        ("--trust-remote-code",),
+        ("--enable-metrics",),
         ("--ids", "1", "2"),
+        ("--chunked-prefill-size", "8192"),
         ("--log-level", "info"),
     ]
+
+
+def test_a_flag_with_a_deployment_key_is_refused() -> None:
+    from firedup.errors import InventoryError
+
+    with pytest.raises(InventoryError, match="args.tp: set it with the deployment key 'tp'"):
+        _inventory({"tp": 8})
 
 
 def test_quiet_log_level_is_refused() -> None:
@@ -81,3 +93,58 @@ def test_invalid_bash_is_caught() -> None:
 
     with pytest.raises(RenderError, match="not valid bash"):
         check_bash_syntax(LaunchScript(text="if then fi\n", engine=Engine.SGLANG))
+
+
+def _render(deployment: dict[str, object]) -> str:
+    inv = parse_inventory(
+        {
+            "hosts": {"n": {"transport": "local", "workdir": "/w", "deployment": "d"}},
+            "deployments": {"d": deployment},
+        },
+        Path("x.yaml"),
+    )
+    host = inv.host("n")
+    return render_launch(host, inv.deployment_for(host), run_id="R", rundir="/w/runs/R").text
+
+
+def test_vllm_script_matches_golden(tmp_path: Path) -> None:
+    text = _render(
+        {
+            "engine": "vllm",
+            "model": "/data/models/Kimi-K2.5",
+            "port": 8000,
+            "bind": "0.0.0.0",
+            "tp": 8,
+            "context_length": 131072,
+            "mem_fraction": 0.9,
+            "trust_remote_code": True,
+            "speculative": {
+                "algorithm": "EAGLE3",
+                "draft_model": "/data/models/Kimi-K25-eagle3",
+                "num_steps": 3,
+                "draft_tp": 8,
+            },
+            "args": {"served-model-name": "kimi"},
+        }
+    )
+    assert text == (GOLDEN / "vllm-eagle3.launch.sh").read_text()
+    script = tmp_path / "launch.sh"
+    script.write_text(text)
+    subprocess.run(["shellcheck", "-s", "bash", str(script)], check=True)
+
+
+def test_secrets_are_sourced_not_written_and_extend_exports_the_variable() -> None:
+    text = _render(
+        {
+            "engine": "sglang",
+            "model": "/m",
+            "draft_context": "extend",
+            "speculative": {"algorithm": "EAGLE3", "draft_model": "/d"},
+            "secrets": ["HF_TOKEN"],
+        }
+    )
+    assert "export SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in text
+    assert ". ./secrets.env" in text and "HF_TOKEN" in text
+    assert "--speculative-draft-model-path /d" in text
+    vllm = _render({"engine": "vllm", "model": "/m", "draft_context": "extend"})
+    assert "SGLANG_ALLOW" not in vllm

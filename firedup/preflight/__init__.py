@@ -1,0 +1,43 @@
+"""Preflight: predict the launch failures that can be predicted, before a 30-minute launch.
+
+One round trip gathers the node's facts (node_facts.py, run by the node's python), one more
+checks the deployment's patches; the checks themselves are pure (checks.py).
+"""
+
+from __future__ import annotations
+
+from firedup.deployment import Deployment
+from firedup.inventory import HostSpec
+from firedup.node import Node
+from firedup.patching import Mode, PatchReport, sync_patches
+from firedup.preflight.checks import Situation, run_checks
+from firedup.preflight.facts import NodeFacts, gather_facts
+from firedup.preflight.model import Check, Outcome, PreflightReport
+from firedup.runs import RunMeta
+
+__all__ = ["Check", "NodeFacts", "Outcome", "PreflightReport", "preflight"]
+
+
+def preflight(
+    node: Node,
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    current: RunMeta | None,
+    restart: bool = False,
+    patches: PatchReport | None = None,
+) -> PreflightReport:
+    """Look at the node (read-only) and judge the launch. Raises nothing for a failed check:
+    the report says; the caller decides (deploy refuses, plan prints)."""
+    facts = gather_facts(node, host, deployment)
+    if patches is None and deployment.patches:
+        patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
+    situation = Situation(
+        facts=facts,
+        deployment=deployment,
+        patches=patches,
+        our_sid=current.pid if current else None,
+        our_run=current.run_id if current else None,
+        restart=restart,
+    )
+    return PreflightReport(host=host.name, checks=run_checks(situation))

@@ -1,0 +1,292 @@
+"""The preflight checks: pure functions of the node's facts and the deployment.
+
+Each predicts a launch failure that would otherwise cost a 30-minute wait (engines.md §3-§5,
+§10.5) and says what to do about it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from firedup.deployment import SGLANG_LONG_CONTEXT_ENV, Deployment, Engine
+from firedup.patching import PatchReport, PatchStatus
+from firedup.preflight.context import architectures, derived_context_length
+from firedup.preflight.facts import NodeFacts
+from firedup.preflight.gaps import GAPS
+from firedup.preflight.model import Check, failed, passed, warned
+
+GIB = 1024**3
+MIN_DISK_BYTES = 1 * GIB
+WARN_DISK_BYTES = 5 * GIB
+REQUIRED_TOOLS = ("setsid", "nohup", "tail", "ps")
+
+
+@dataclass(frozen=True)
+class Situation:
+    """Everything a check may look at; nothing here touches the node."""
+
+    facts: NodeFacts
+    deployment: Deployment
+    patches: PatchReport | None
+    our_sid: int | None  # the session of our current run on this node, if any runs
+    our_run: str | None
+    restart: bool
+
+
+def check_tools(s: Situation) -> Check:
+    missing = [t for t in REQUIRED_TOOLS if not s.facts.tools.get(t)]
+    if missing:
+        return failed(
+            "tools",
+            f"missing on the node: {', '.join(missing)}",
+            "install coreutils/util-linux/procps; firedup starts and follows with them",
+        )
+    if not s.facts.tools.get("ss"):
+        return failed(
+            "tools", "ss is missing: firedup cannot see who listens on the port", "install iproute2"
+        )
+    if not s.facts.tools.get("curl"):
+        return warned("tools", "curl is missing; health checks will use python instead")
+    return passed("tools", "ss, setsid, nohup, tail, ps, curl present")
+
+
+def check_engine(s: Situation) -> Check:
+    name = s.deployment.engine.value
+    if not s.facts.engine_importable:
+        return failed(
+            "engine",
+            f"{name} does not import: {s.facts.engine_error}",
+            "check the host's 'python' and 'env' (PYTHONPATH) in the inventory",
+        )
+    return passed(
+        "engine",
+        f"{name} {s.facts.engine_version or '(version unknown)'} "
+        f"at {s.facts.engine_path} (python {s.facts.python_version})",
+    )
+
+
+def check_models(s: Situation) -> Check:
+    problems = []
+    for model in s.facts.models.values():
+        if not model.exists:
+            problems.append(f"{model.path} does not exist")
+        elif model.config is None:
+            problems.append(model.error or f"{model.path}/config.json is missing")
+    if problems:
+        return failed(
+            "model paths",
+            "; ".join(problems),
+            "fix 'model' / 'speculative.draft_model', or copy the weights to the node",
+        )
+    return passed("model paths", ", ".join(m.path for m in s.facts.models.values()))
+
+
+def _config(s: Situation, path: str | None) -> dict[str, object] | None:
+    model = s.facts.models.get(path or "")
+    return model.config if model else None
+
+
+def check_context(s: Situation) -> Check:
+    """Requested context vs the target's derived one, and the draft's (engines.md §4)."""
+    d = s.deployment
+    target = _config(s, d.model)
+    if target is None:
+        return warned("context length", "target config.json not readable; not checked")
+    derived, source = derived_context_length(target)
+    wanted = d.context_length or derived
+    problems = []
+    if d.context_length and d.context_length > derived:
+        problems.append(f"context_length {d.context_length} > the target's {derived} ({source})")
+    draft = _config(s, d.draft_model)
+    draft_len = derived_context_length(draft)[0] if draft is not None else None
+    if draft_len is not None and wanted > draft_len:
+        problems.append(f"the target's context {wanted} > the draft's {draft_len}")
+    if not problems:
+        detail = f"{wanted}" + (f", draft {draft_len}" if draft_len else "")
+        return passed("context length", detail)
+    what = "; ".join(problems)
+    if d.engine is Engine.VLLM:
+        return passed("context length", f"{what}: vLLM adjusts the draft itself")
+    if d.extends_draft_context:
+        return passed(
+            "context length",
+            f"{what}: {SGLANG_LONG_CONTEXT_ENV}=1 is exported",
+            "SGLang will override the draft's max_position_embeddings; acceptance may "
+            "drop beyond the draft's trained window",
+        )
+    lower = min(x for x in (derived, draft_len) if x)
+    return failed(
+        "context length",
+        f"{what}: SGLang refuses this launch",
+        f"either set 'draft_context: extend' in the deployment (exports "
+        f"{SGLANG_LONG_CONTEXT_ENV}=1; runs past the draft's trained window), or lower "
+        f"'context_length' to {lower}",
+    )
+
+
+def check_model_hooks(s: Situation) -> Check:
+    d = s.deployment
+    target = _config(s, d.model)
+    version = s.facts.engine_version
+    algorithm = d.speculative.algorithm if d.speculative else None
+    if target is None or version is None:
+        return warned("model hooks", "architecture or engine version unknown; not checked")
+    archs = architectures(target)
+    for gap in GAPS:
+        if gap.engine is not d.engine or not gap.applies(archs, algorithm, version):
+            continue
+        where = f"{gap.architecture} + {gap.algorithm} on {d.engine.value} {version}"
+        outcome = _patch_outcome(s, gap.patch)
+        if outcome is PatchStatus.ALREADY_APPLIED:
+            return passed("model hooks", f"{where}: patch {gap.patch} is applied")
+        if outcome is PatchStatus.WOULD_APPLY:
+            return passed("model hooks", f"{where}: patch {gap.patch} will be applied by deploy")
+        if outcome is PatchStatus.CONFLICTS:
+            return failed(
+                "model hooks",
+                f"{where}: patch {gap.patch} conflicts",
+                f"`fab sync-patches --check` shows the hunk; upgrade to {gap.fixed_in}",
+            )
+        return failed(
+            "model hooks",
+            f"{where} lacks {gap.missing}: the launch would crash with an AttributeError",
+            f"add 'patches: [{gap.patch}]' to the deployment, or upgrade "
+            f"{d.engine.value} to {gap.fixed_in}",
+        )
+    return passed("model hooks", "no known gap for this model, algorithm and version")
+
+
+def _patch_outcome(s: Situation, name: str) -> PatchStatus | None:
+    if s.patches is None or name not in s.deployment.patches:
+        return None
+    return next((o.status for o in s.patches.outcomes if o.name == name), None)
+
+
+def check_patches(s: Situation) -> Check:
+    if s.patches is None or not s.patches.outcomes:
+        return passed("patches", "none listed")
+    conflicts = s.patches.conflicts
+    if conflicts:
+        return failed(
+            "patches",
+            "; ".join(o.line() for o in conflicts),
+            "the installed files differ from what the patch expects",
+        )
+    return passed("patches", "; ".join(o.line() for o in s.patches.outcomes))
+
+
+def check_port(s: Situation) -> Check:
+    port = s.deployment.port
+    if not s.facts.listeners:
+        return passed("port", f"{port} is free")
+    ours = [lst for lst in s.facts.listeners if s.our_sid is not None and _in_session(s, lst.pids)]
+    others = [lst for lst in s.facts.listeners if lst not in ours]
+    if others:
+        holders = ", ".join(
+            f"{lst.local} by {'/'.join(lst.names) or '?'} "
+            f"pid {','.join(map(str, lst.pids)) or 'hidden'}"
+            for lst in others
+        )
+        return failed(
+            "port",
+            f"{port} is held by another process: {holders}",
+            "stop it, or give the deployment another port",
+        )
+    if s.restart:
+        return passed("port", f"{port} is held by our run {s.our_run}; --restart stops it first")
+    return failed(
+        "port",
+        f"{port} is held by our running server (run {s.our_run})",
+        "use --restart to replace it, or `fab stop` it first",
+    )
+
+
+def _in_session(s: Situation, pids: tuple[int, ...]) -> bool:
+    members = {p.pid for p in s.facts.processes if p.sid == s.our_sid}
+    return bool(set(pids) & (members | {s.our_sid or -1}))
+
+
+def check_leftovers(s: Situation) -> Check:
+    foreign = [p for p in s.facts.processes if p.sid != s.our_sid]
+    if not foreign:
+        return passed("leftovers", "no engine processes from earlier attempts")
+    gpu_mib = {a.pid: a.used_mib for a in s.facts.gpu_apps}
+    holding = sum(gpu_mib.get(p.pid, 0.0) for p in foreign)
+    listed = ", ".join(f"{p.pid} ({p.cmdline.split()[0]})" for p in foreign[:6])
+    more = f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
+    detail = f"engine processes not of our current run: {listed}{more}"
+    hint = (
+        "they may be an earlier attempt; stop them by pid (kill PID) once you know whose they are"
+    )
+    if holding > 0:
+        return failed(
+            "leftovers", f"{detail}, holding {holding / 1024:.1f} GiB of GPU memory", hint
+        )
+    return warned("leftovers", detail, hint)
+
+
+def check_gpus(s: Situation) -> Check:
+    d = s.deployment
+    if not s.facts.gpus_available:
+        return failed(
+            "gpus",
+            f"cannot query GPUs: {s.facts.gpu_error}",
+            "is the NVIDIA driver installed and nvidia-smi on the host's PATH?",
+        )
+    gpus = s.facts.gpus
+    if len(gpus) < d.tp:
+        return failed(
+            "gpus",
+            f"{len(gpus)} GPU(s) on the node, tp={d.tp} needs {d.tp}",
+            "lower 'tp' or pick a bigger node",
+        )
+    used = sorted(gpus[: d.tp], key=lambda g: g.free_mib)
+    tightest = used[0]
+    fraction = d.mem_fraction
+    if fraction is not None and tightest.free_mib < fraction * tightest.total_mib:
+        return failed(
+            "gpus",
+            f"GPU {tightest.index} has {tightest.free_mib / 1024:.1f} GiB free, "
+            f"mem_fraction {fraction} needs {fraction * tightest.total_mib / 1024:.1f} GiB",
+            "free the GPU (see leftovers) or lower 'mem_fraction'",
+        )
+    if tightest.used_mib > 0.1 * tightest.total_mib:
+        return warned(
+            "gpus",
+            f"GPU {tightest.index} already has {tightest.used_mib / 1024:.1f} GiB in use",
+            "another process holds memory; the engine may size its cache down",
+        )
+    return passed(
+        "gpus",
+        f"{len(gpus)} x {gpus[0].name}, {tightest.free_mib / 1024:.0f} GiB free "
+        f"on the tightest of the {d.tp} used",
+    )
+
+
+def check_disk(s: Situation) -> Check:
+    free = s.facts.disk_free_bytes
+    detail = f"{free / GIB:.1f} GiB free at {s.facts.disk_path}"
+    if free < MIN_DISK_BYTES:
+        return failed("disk", detail, "logs and backups need room: free some space in the workdir")
+    if free < WARN_DISK_BYTES:
+        return warned("disk", detail, "a long run's log can grow to several GiB")
+    return passed("disk", detail)
+
+
+CHECKS: tuple[Callable[[Situation], Check], ...] = (
+    check_tools,
+    check_engine,
+    check_models,
+    check_context,
+    check_model_hooks,
+    check_patches,
+    check_port,
+    check_leftovers,
+    check_gpus,
+    check_disk,
+)
+
+
+def run_checks(s: Situation) -> tuple[Check, ...]:
+    return tuple(check(s) for check in CHECKS)

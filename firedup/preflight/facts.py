@@ -1,0 +1,129 @@
+"""Preflight facts: one run of the node's python (node_facts.py) plus a pure parser."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from firedup.deployment import Deployment
+from firedup.errors import RemoteCommandError
+from firedup.inventory import HostSpec
+from firedup.node import Node
+from firedup.render import launch_env
+
+
+@dataclass(frozen=True)
+class ModelDir:
+    path: str
+    exists: bool
+    config: dict[str, Any] | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Listener:
+    local: str
+    pids: tuple[int, ...]
+    names: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EngineProcess:
+    pid: int
+    sid: int
+    cmdline: str
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int
+    name: str
+    total_mib: float
+    used_mib: float
+    free_mib: float
+
+
+@dataclass(frozen=True)
+class GpuApp:
+    pid: int
+    name: str
+    used_mib: float
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    python_version: str
+    engine_importable: bool
+    engine_version: str | None
+    engine_path: str | None
+    engine_error: str | None
+    models: dict[str, ModelDir]
+    ss_available: bool
+    listeners: tuple[Listener, ...]
+    processes: tuple[EngineProcess, ...]
+    gpus_available: bool
+    gpu_error: str | None
+    gpus: tuple[Gpu, ...]
+    gpu_apps: tuple[GpuApp, ...]
+    disk_path: str
+    disk_free_bytes: int
+    tools: dict[str, str | None] = field(default_factory=dict)
+
+
+@cache
+def _snippet() -> str:
+    return resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8")
+
+
+def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
+    """`env K=V... PYTHON -c SNIPPET ARGS`: the node's python, with the launch's environment."""
+    models = [deployment.model, *([deployment.draft_model] if deployment.draft_model else [])]
+    args = {
+        "engine": deployment.engine.value,
+        "models": models,
+        "port": deployment.port,
+        "workdir": host.workdir,
+    }
+    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
+    return ["env", *env, host.python, "-c", _snippet(), json.dumps(args)]
+
+
+def parse_facts(data: dict[str, Any]) -> NodeFacts:
+    engine, port, gpus, disk = data["engine"], data["port"], data["gpus"], data["disk"]
+    return NodeFacts(
+        python_version=data["python"]["version"],
+        engine_importable=bool(engine.get("importable")),
+        engine_version=engine.get("version"),
+        engine_path=engine.get("path"),
+        engine_error=engine.get("error"),
+        models={
+            path: ModelDir(path, bool(m["exists"]), m.get("config"), m.get("error"))
+            for path, m in data["models"].items()
+        },
+        ss_available=bool(port.get("ss")),
+        listeners=tuple(
+            Listener(lst["local"], tuple(lst["pids"]), tuple(lst.get("names", ())))
+            for lst in port.get("listeners", ())
+        ),
+        processes=tuple(EngineProcess(p["pid"], p["sid"], p["cmdline"]) for p in data["processes"]),
+        gpus_available=bool(gpus.get("available")),
+        gpu_error=gpus.get("error"),
+        gpus=tuple(Gpu(**g) for g in gpus.get("gpus", ())),
+        gpu_apps=tuple(GpuApp(**a) for a in gpus.get("apps", ())),
+        disk_path=disk["path"],
+        disk_free_bytes=int(disk["free_bytes"]),
+        tools=dict(data["tools"]),
+    )
+
+
+def gather_facts(node: Node, host: HostSpec, deployment: Deployment) -> NodeFacts:
+    result = node.run(facts_argv(host, deployment), timeout_s=90, check=False)
+    if not result.ok:
+        raise RemoteCommandError(result, f"preflight with {host.python}")
+    lines = [ln for ln in result.out.splitlines() if ln.startswith("{")]
+    if not lines:
+        raise RemoteCommandError(result, f"preflight with {host.python} (no facts printed)")
+    return parse_facts(json.loads(lines[-1]))

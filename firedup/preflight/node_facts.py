@@ -1,0 +1,153 @@
+"""Gathers preflight facts on the node, in one run of the node's own python (stdlib only).
+
+Shipped to the node as `python -c <this text> <json args>`; prints one JSON object. It only
+looks: it starts no server, writes no file, kills nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ARGS = json.loads(sys.argv[1])
+ENGINE_TITLES = ("sglang::", "VLLM::")
+ENGINE_COMMANDS = ("sglang.launch_server", "sglang serve", "vllm serve", "vllm.entrypoints")
+
+
+def run(argv: list[str]) -> tuple[str | None, str | None]:
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, str(exc)
+    if proc.returncode != 0:
+        return None, (proc.stderr or proc.stdout).strip()[-300:]
+    return proc.stdout, None
+
+
+def engine_facts(name: str) -> dict[str, object]:
+    try:
+        module = __import__(name)
+    except Exception as exc:  # a broken install is a fact too
+        return {"importable": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    version = getattr(module, "__version__", None)
+    try:
+        from importlib import metadata
+
+        version = metadata.version(name)
+    except Exception:
+        pass
+    path = os.path.dirname(getattr(module, "__file__", "") or "")
+    return {"importable": True, "version": version, "path": path}
+
+
+def model_facts(path: str) -> dict[str, object]:
+    facts: dict[str, object] = {"path": path, "exists": os.path.isdir(path)}
+    config = os.path.join(path, "config.json")
+    if facts["exists"]:
+        try:
+            with open(config, encoding="utf-8") as fh:
+                facts["config"] = json.load(fh)
+        except (OSError, ValueError) as exc:
+            facts["error"] = f"{config}: {exc}"
+    return facts
+
+
+def listeners(port: int) -> dict[str, object]:
+    out, err = run(["ss", "-Htlnp", f"sport = :{port}"])
+    if out is None:
+        return {"ss": shutil.which("ss") is not None, "error": err, "listeners": []}
+    found: list[dict[str, object]] = []
+    for line in out.splitlines():
+        fields = line.split()
+        if len(fields) >= 4:
+            found.append(
+                {
+                    "local": fields[3],
+                    "pids": [int(p) for p in re.findall(r"pid=(\d+)", line)],
+                    "names": re.findall(r'\(\("([^"]+)"', line),
+                }
+            )
+    return {"ss": True, "listeners": found}
+
+
+def engine_processes() -> list[dict[str, object]]:
+    found: list[dict[str, object]] = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+            with open(f"/proc/{entry}/stat") as fh:
+                stat = fh.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat[0] == "Z" or int(entry) in (os.getpid(), os.getppid()):
+            continue
+        if cmdline.startswith(ENGINE_TITLES) or any(c in cmdline for c in ENGINE_COMMANDS):
+            found.append({"pid": int(entry), "sid": int(stat[3]), "cmdline": cmdline[:200]})
+    return found
+
+
+def csv_rows(argv: list[str]) -> tuple[list[list[str]] | None, str | None]:
+    out, err = run(argv)
+    if out is None:
+        return None, err
+    return [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.strip()], None
+
+
+def gpu_facts() -> dict[str, object]:
+    if shutil.which("nvidia-smi") is None:
+        return {"available": False, "error": "nvidia-smi not found on PATH"}
+    query = "--query-gpu=index,name,memory.total,memory.used,memory.free"
+    rows, err = csv_rows(["nvidia-smi", query, "--format=csv,noheader,nounits"])
+    if rows is None:
+        return {"available": False, "error": err}
+    gpus = [
+        {
+            "index": int(r[0]),
+            "name": r[1],
+            "total_mib": float(r[2]),
+            "used_mib": float(r[3]),
+            "free_mib": float(r[4]),
+        }
+        for r in rows
+        if len(r) >= 5
+    ]
+    query = "--query-compute-apps=pid,process_name,used_memory"
+    rows, _ = csv_rows(["nvidia-smi", query, "--format=csv,noheader,nounits"])
+    apps = [
+        {"pid": int(r[0]), "name": r[1], "used_mib": float(r[2])}
+        for r in rows or []
+        if len(r) >= 3 and r[0].isdigit()
+    ]
+    return {"available": True, "gpus": gpus, "apps": apps}
+
+
+def disk_facts(path: str) -> dict[str, object]:
+    probe = path
+    while not os.path.exists(probe) and probe not in ("", "/"):
+        probe = os.path.dirname(probe)
+    st = os.statvfs(probe or "/")
+    return {
+        "path": probe,
+        "free_bytes": st.f_bavail * st.f_frsize,
+        "total_bytes": st.f_blocks * st.f_frsize,
+    }
+
+
+facts = {
+    "python": {"executable": sys.executable, "version": sys.version.split()[0]},
+    "engine": engine_facts(ARGS["engine"]),
+    "models": {path: model_facts(path) for path in ARGS["models"]},
+    "port": listeners(ARGS["port"]),
+    "processes": engine_processes(),
+    "gpus": gpu_facts(),
+    "disk": disk_facts(ARGS["workdir"]),
+    "tools": {tool: shutil.which(tool) for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")},
+}
+print(json.dumps(facts))
