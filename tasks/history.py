@@ -1,0 +1,72 @@
+"""`fab history`: what was done to a node, by whom, and how it ended."""
+
+from __future__ import annotations
+
+import json
+
+from fabric import task
+from invoke.context import Context
+
+from firedup.history import HistoryRecord, read_history
+from firedup.report import table
+from tasks.common import (
+    HOST_HELP,
+    INVENTORY_HELP,
+    connect,
+    get_inventory,
+    reporting,
+    require_host,
+    say,
+)
+
+HEADERS = ["WHEN (UTC)", "ACTION", "RUN", "OUTCOME", "WHO", "ENGINE", "COMMIT", "SCRIPT", "REASON"]
+
+
+def history_row(record: HistoryRecord) -> list[str]:
+    engine = " ".join(p for p in (record.engine, record.engine_version) if p)
+    reason = "; ".join(
+        p for p in (record.reason.splitlines()[0] if record.reason else "", record.detail) if p
+    )
+    return [
+        f"{record.at:%Y-%m-%d %H:%M:%S}",
+        record.action.value,
+        record.run_id or "-",
+        record.outcome.value,
+        record.who,
+        engine or "-",
+        record.repo_commit[:12] + ("+dirty" if record.repo_commit.endswith("+dirty") else ""),
+        record.script_sha256[:12] or "-",
+        reason[:80],
+    ]
+
+
+@task(
+    help={
+        "host": HOST_HELP,
+        "inventory": INVENTORY_HELP,
+        "lines": "how many of the most recent records (default 20)",
+        "json": "print the records as a JSON array (the format in docs/history.md)",
+    }
+)
+def history(
+    c: Context,
+    host: str | None = None,
+    inventory: str | None = None,
+    lines: int = 20,
+    json_: bool = False,
+) -> None:
+    """Who deployed, stopped or patched what on a node, and how it ended."""
+    with reporting():
+        name = require_host("history", host)
+        inv = get_inventory(c, inventory)
+        node = connect(c, inv, name)
+        try:
+            records = read_history(node, inv.host(name), int(lines))
+        finally:
+            node.close()
+        if json_:
+            say(json.dumps([r.to_json() for r in records], indent=2))
+        elif not records:
+            say(f"{name}: no history yet")
+        else:
+            say(table(HEADERS, [history_row(r) for r in records]))
