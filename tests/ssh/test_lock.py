@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -17,7 +19,7 @@ from firedup.inventory import HostSpec, parse_inventory
 from firedup.lock import LockState, force_unlock, lock_status, node_lock
 from firedup.node import Node
 from firedup.transport import LocalNode, SshNode
-from tests.conftest import Sshd, ssh_host, wait_until
+from tests.conftest import REPO, Sshd, ssh_host, wait_until
 
 pytestmark = pytest.mark.ssh
 
@@ -224,3 +226,53 @@ def test_a_dropped_connection_ends_the_lock_and_refresh_takes_it_again(
     finally:
         node.close()
         observer.close()
+
+
+HOLD_AND_SIGNAL = """
+import sys
+from firedup.inventory import parse_inventory
+from firedup.lock import node_lock
+from firedup.transport import SshNode
+from pathlib import Path
+import json
+inv = parse_inventory(json.loads(sys.argv[1]), Path("hosts.yaml"))
+spec = inv.host("n")
+with node_lock(SshNode(spec), spec, "deploy", detail="doomed") as lock:
+    print(lock.holder_pid, flush=True)
+    sys.stdin.read()  # until killed
+"""
+
+
+def test_a_killed_operator_never_leaves_a_lock_behind(sshd: Sshd, tmp_path: Path) -> None:
+    workdir = tmp_path / "node"
+    data = {
+        "hosts": {"n": ssh_host(sshd, workdir, "d")},
+        "deployments": {"d": {"engine": "sglang", "model": "/m"}},
+    }
+    operator = subprocess.Popen(
+        [sys.executable, "-c", HOLD_AND_SIGNAL, json.dumps(data)],
+        cwd=REPO,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert operator.stdout is not None
+        holder = int(operator.stdout.readline())
+        assert holders(workdir) == [holder]
+        operator.kill()  # no release, no finally: the process is just gone
+        operator.wait()
+        wait_until(lambda: holders(workdir) == [], 5, "the holder to end with its operator")
+        spec = parse_inventory(data, tmp_path / "hosts.yaml").host("n")
+        node = SshNode(spec)
+        try:
+            info = lock_status(node, spec)
+            assert info is None  # the holder noticed, and cleared its own record on the way out
+            with node_lock(node, spec, "deploy") as lock:
+                assert lock.holder_pid != holder
+        finally:
+            node.close()
+    finally:
+        if operator.poll() is None:
+            operator.kill()
+            operator.wait()
