@@ -21,7 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from firedup.errors import NotReadyError, RemoteCommandError, WaitInterrupted
+from firedup.errors import NotReadyError, WaitInterrupted
 from firedup.inventory import HostSpec
 from firedup.logscan import ScanState
 from firedup.node import Node, run_script
@@ -251,12 +251,8 @@ def append_history(node: Node, host: HostSpec, record: HistoryRecord) -> None:
 def read_history(node: Node, host: HostSpec, limit: int = 50) -> list[HistoryRecord]:
     """The last `limit` records (oldest first); [] when nothing was ever recorded."""
     # One line more than asked: a torn last line takes a slot but is no record.
-    argv = ["tail", "-n", str(max(0, limit) + 1), "--", history_path(host)]
-    result = node.run(argv, check=False)
-    if not result.ok:
-        if "No such file" in result.err:
-            return []
-        raise RemoteCommandError(result, "read history")
+    lines = str(max(0, limit) + 1)
+    result = run_script(node, "history_read", history_path(host), lines, what="read history")
     return parse_history(result.stdout)[-limit:] if limit > 0 else []
 
 
