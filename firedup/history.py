@@ -263,6 +263,14 @@ class PrunePlan:
     protected: Mapping[str, str]  # run id -> why it is kept beyond the limit
 
 
+STARTS = frozenset({Action.DEPLOY, Action.START, Action.RESTART})
+
+
+def last_start(records: Sequence[HistoryRecord]) -> HistoryRecord | None:
+    """The most recent deploy/start/restart: its outcome and reason, for `fab status`."""
+    return next((r for r in reversed(records) if r.action in STARTS), None)
+
+
 def last_failed_run(records: Sequence[HistoryRecord]) -> str | None:
     """The run of the most recent start that failed or never became ready."""
     for record in reversed(records):

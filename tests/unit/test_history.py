@@ -20,6 +20,7 @@ from firedup.history import (
     Outcome,
     PhaseTiming,
     last_failed_run,
+    last_start,
     mask_env,
     outcome_of,
     parse_history,
@@ -201,3 +202,14 @@ def test_run_record_fills_who_when_commit_and_masks() -> None:
     assert rec.env == {"HF_TOKEN": MASK, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
     assert (datetime.now(UTC) - rec.at).total_seconds() < 60 and rec.patches == ("kimi-hooks",)
     assert run_record(Action.STOP, Outcome.STOPPED, meta).repo_commit != ""
+
+
+def test_last_start_skips_stops_and_patches() -> None:
+    records = [
+        record("r1", Outcome.FAILED, reason="oom"),
+        record("r1", Outcome.STOPPED, action=Action.STOP),
+        record("", Outcome.APPLIED, action=Action.SYNC_PATCHES),
+    ]
+    found = last_start(records)
+    assert found is not None and found.reason == "oom"
+    assert last_start(records[1:]) is None
