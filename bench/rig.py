@@ -1,0 +1,296 @@
+"""The bench's test rig: its own sshd, inventories that reach it, and the meters.
+
+Meters, each measured where it happens:
+- `node_cpu_s`: CPU time of every process under our sshd (the per-connection sshd processes
+  and every command they run, dead ones included through cutime/cstime), read from /proc;
+  the server is not counted (it leaves the tree when its launching shell exits).
+- `SshdLog`: connections accepted by our sshd ("Accepted publickey", LogLevel VERBOSE).
+- `WireMeter`: a loopback TCP relay in front of the sshd that counts the bytes each way.
+- `CountingNode`: a Node that counts what firedup asks of the node and the bytes it moves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from firedup.errors import CommandResult
+from firedup.inventory import Inventory, parse_inventory
+from tests.conftest import (
+    SSHD,
+    Sshd,
+    sim_env,
+    ssh_host,
+    start_sshd,
+    stop_process,
+    wait_until,
+)
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _stat(pid: str) -> tuple[int, int] | None:
+    """(ppid, utime+stime+cutime+cstime in ticks) of a process, None if it is gone."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    return int(fields[1]), sum(int(f) for f in fields[11:15])
+
+
+def node_cpu_s(root_pid: int) -> float:
+    """CPU seconds used so far by `root_pid` and every live descendant (and their dead ones)."""
+    stats = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p))}
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in stats.items():
+        children.setdefault(ppid, []).append(pid)
+    total, todo = 0, [root_pid]
+    while todo:
+        pid = todo.pop()
+        if pid in stats:
+            total += stats[pid][1]
+        todo.extend(children.get(pid, []))
+    return total / CLK_TCK
+
+
+def descendants(root_pid: int) -> list[int]:
+    stats = {int(p): s for p in os.listdir("/proc") if p.isdigit() and (s := _stat(p))}
+    out, todo = [], [root_pid]
+    while todo:
+        pid = todo.pop()
+        kids = [c for c, (ppid, _) in stats.items() if ppid == pid]
+        out.extend(kids)
+        todo.extend(kids)
+    return out
+
+
+class SshdLog:
+    """Counts connections our sshd accepted after a mark."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def mark(self) -> int:
+        return self.path.stat().st_size if self.path.exists() else 0
+
+    def accepted_since(self, mark: int) -> int:
+        with self.path.open("rb") as fh:
+            fh.seek(mark)
+            return fh.read().count(b"Accepted publickey")
+
+
+class WireMeter:
+    """A TCP relay on loopback in front of `target_port`; counts bytes in each direction."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.to_node = 0
+        self.from_node = 0
+        self.lock = threading.Lock()
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def snapshot(self) -> tuple[int, int]:
+        with self.lock:
+            return self.to_node, self.from_node
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+            self.sockets += [client, server]
+            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
+
+    def _pump(self, src: socket.socket, dst: socket.socket, to_node: bool) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+                with self.lock:
+                    if to_node:
+                        self.to_node += len(data)
+                    else:
+                        self.from_node += len(data)
+        except OSError:
+            pass
+        finally:
+            for s in (src, dst):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        self.listener.close()
+        for s in self.sockets:
+            s.close()
+
+
+@dataclass
+class CountingNode:
+    """Wraps a Node: counts commands, uploads, streams, and the payload bytes each way."""
+
+    inner: Any
+    calls: Counter[str] = field(default_factory=Counter)
+    bytes_up: int = 0  # uploaded file contents
+    bytes_down: int = 0  # stdout/stderr and streamed bytes that came back
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    def run(self, argv: Sequence[str], **kw: Any) -> CommandResult:
+        self.calls["run"] += 1
+        result: CommandResult = self.inner.run(argv, **kw)
+        self.bytes_down += len(result.stdout) + len(result.stderr)
+        return result
+
+    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+        self.calls["put"] += 1
+        self.bytes_up += len(data)
+        self.inner.put(data, path, mode=mode)
+
+    def get(self, path: str) -> bytes:
+        self.calls["get"] += 1
+        data: bytes = self.inner.get(path)
+        self.bytes_down += len(data)
+        return data
+
+    def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
+        self.calls["stream"] += 1
+        for chunk in self.inner.stream(argv, timeout_s=timeout_s):
+            self.bytes_down += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def read_event(path: Path, name: str, pid: int | None, timeout_s: float = 5.0) -> float | None:
+    """Wall-clock time the simulator recorded for `name` (by the launcher `pid` if given)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                event = json.loads(line)
+                if event["event"] == name and (pid is None or event["pid"] == pid):
+                    return float(event["t"])
+        if time.monotonic() > deadline:
+            return None
+        time.sleep(0.05)
+
+
+def _accepts(port: int) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            return s.recv(4).startswith(b"SSH-")
+    except OSError:
+        return False
+
+
+def start_quiet_sshd(root: Path) -> tuple[subprocess.Popen[bytes], Sshd]:
+    """The test sshd (tests/conftest.start_sshd), restarted with `SetEnv HOME=` pointing at an
+    empty home: Debian's bash sources ~/.bashrc for every ssh command, and this machine's
+    root .bashrc runs `pyenv init` (hundreds of ms of CPU), which would swamp every tool's
+    own cost on the node. A GPU node's skeleton .bashrc returns at once when not interactive.
+    """
+    proc, sshd = start_sshd(root)
+    stop_process(proc)
+    home = root / "home"
+    home.mkdir(exist_ok=True)
+    (home / ".bashrc").write_text("# the bench's quiet home: nothing to run per command\n")
+    config = root / "sshd_config"
+    config.write_text(config.read_text() + f"SetEnv HOME={home}\n")
+    argv = [SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")]
+    proc = subprocess.Popen(argv)
+    wait_until(lambda: proc.poll() is not None or _accepts(sshd.port), 10, "sshd to accept")
+    if proc.poll() is not None:
+        raise RuntimeError(f"sshd exited: {(root / 'sshd.log').read_text()}")
+    return proc, replace(sshd, pid=proc.pid)
+
+
+class Rig:
+    """One sshd of our own on loopback, and a scratch root for node workdirs.
+
+    `quiet_home`: run the ssh user's commands with an empty ~/.bashrc (see start_quiet_sshd);
+    False keeps this machine's own login environment.
+    """
+
+    def __init__(self, root: Path, *, quiet_home: bool = True) -> None:
+        self.root = root
+        self.quiet_home = quiet_home
+        start = start_quiet_sshd if quiet_home else start_sshd
+        self.proc, self.sshd = start(root / "sshd")
+        self.log = SshdLog(root / "sshd" / "sshd.log")
+        self.counter = 0
+
+    @property
+    def sshd_pid(self) -> int:
+        return self.proc.pid
+
+    def fresh_dir(self, label: str) -> Path:
+        self.counter += 1
+        path = self.root / f"{label}-{self.counter:03d}"
+        path.mkdir(parents=True)
+        return path
+
+    def host_entry(self, workdir: Path, deployment: str, **env: str) -> dict[str, Any]:
+        entry = ssh_host(self.sshd, workdir, deployment)
+        entry["env"] = {**sim_env(FIREDUP_SIM_STATE=str(workdir / "sim-state")), **env}
+        return entry
+
+    def inventory(
+        self, where: Path, hosts: dict[str, Any], deployments: dict[str, Any]
+    ) -> tuple[Inventory, Path]:
+        """Write the inventory file (for the CLI) and parse it (for the core API)."""
+        data = {"hosts": hosts, "deployments": deployments}
+        path = where / "hosts.yaml"
+        path.write_text(yaml.safe_dump(data))
+        return parse_inventory(data, path), path
+
+    def ssh_argv(self, port: int | None = None) -> list[str]:
+        """OpenSSH client argv (up to the remote command) for the hand-written scripts."""
+        s: Sshd = self.sshd
+        return [
+            "ssh",
+            "-p",
+            str(port or s.port),
+            "-i",
+            str(s.client_key),
+            "-o",
+            f"UserKnownHostsFile={s.known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "BatchMode=yes",
+            f"{s.user}@{s.host}",
+        ]
+
+    def trust_port(self, port: int) -> None:
+        """Let clients that go through a relay on `port` accept the sshd's host key."""
+        line = f"[127.0.0.1]:{port} {self.sshd.host_pub}\n"
+        with self.sshd.known_hosts.open("a") as fh:
+            fh.write(line)
+
+    def close(self) -> None:
+        """Stop the sshd and what is left under it (ours by ancestry, ended by pid): the
+        sessions of Ansible's ControlPersist masters, which would otherwise linger 60 s."""
+        for pid in descendants(self.sshd_pid):
+            subprocess.run(["kill", "-TERM", str(pid)], check=False, capture_output=True)
+        stop_process(self.proc)
