@@ -239,3 +239,34 @@ def fab(
         env={**os.environ, **(env or {})},
         stdin=subprocess.DEVNULL,
     )
+
+
+@pytest.fixture
+def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., list[Any]]]:
+    """Factory: `netns_hosts(n=2)` -> n `tests.netns.NetnsHost`, each an `Sshd` at its own IP
+    (port 22) in its own network namespace, all on one bridge, reachable from the test and
+    from each other. After the test, every process in those namespaces is ended and the
+    namespaces, veths and bridge are removed. Skips when namespaces are unavailable."""
+    from tests.netns import NetnsNetwork, NetnsUnavailable
+
+    networks: list[NetnsNetwork] = []
+
+    def make(count: int = 2) -> list[Any]:
+        network = NetnsNetwork(tmp_path_factory.mktemp("netns"), count)
+        networks.append(network)
+        try:
+            return list(network.start())
+        except NetnsUnavailable as exc:
+            pytest.skip(f"network namespaces unavailable: {exc}")
+
+    try:
+        yield make
+    finally:
+        failures = []
+        for network in reversed(networks):
+            try:
+                network.close()
+            except Exception as exc:  # every network is closed before the first failure is raised
+                failures.append(exc)
+        if failures:
+            raise failures[0]
