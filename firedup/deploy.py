@@ -9,17 +9,34 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from firedup.errors import PreflightError
+from firedup.errors import DeployError, PreflightError
+from firedup.history import (
+    Action,
+    Outcome,
+    append_history,
+    outcome_of,
+    prune_runs,
+    run_record,
+)
 from firedup.inventory import Deployment, HostSpec
+from firedup.lock import node_lock
+from firedup.logscan import ScanState
 from firedup.node import Node
 from firedup.patching import sync_patches
-from firedup.preflight import Outcome, PreflightReport, preflight
+from firedup.preflight import Outcome as CheckOutcome
+from firedup.preflight import PreflightReport, preflight
 from firedup.readiness import NO_HOOKS, WaitHooks, WaitOptions, WaitStatus, wait_ready
-from firedup.render import LaunchScript, check_bash_syntax, render_launch
+from firedup.render import LaunchScript, check_bash_syntax, launch_env, render_launch
 from firedup.runs import RunMeta, current_run, new_run_id, start_run
 from firedup.secrets import resolve_secrets
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -56,7 +73,8 @@ def start_plan(
     plan: DeployPlan,
     *,
     restart: bool = False,
-    on_progress: Callable[[str], None] = lambda _m: None,
+    engine_version: str | None = None,
+    on_progress: Progress = _quiet,
 ) -> RunMeta:
     return start_run(
         node,
@@ -66,6 +84,7 @@ def start_plan(
         plan.run_id,
         restart=restart,
         secrets=resolve_secrets(plan.deployment),
+        engine_version=engine_version,
         on_progress=on_progress,
     )
 
@@ -83,26 +102,115 @@ def check_preflight(
     return report
 
 
+def record(
+    node: Node,
+    plan: DeployPlan,
+    run: RunMeta,
+    action: Action,
+    outcome: tuple[Outcome, str],
+    *,
+    scan: ScanState | None = None,
+    on_progress: Progress = _quiet,
+) -> None:
+    """Append to the node's history; a failure to record never hides the deploy's outcome."""
+    entry = run_record(
+        action,
+        outcome[0],
+        run,
+        reason=outcome[1],
+        scan=scan,
+        env=launch_env(plan.host, plan.deployment),
+        secret_keys=plan.deployment.secrets,
+        patches=plan.deployment.patches,
+        engine_version=run.engine_version or "",
+    )
+    try:
+        append_history(node, plan.host, entry)
+    except DeployError as exc:
+        on_progress(f"warning: could not append to the node's history: {exc}")
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    restart: bool = False
+    force_unlock: bool = False
+    action: Action = Action.DEPLOY
+
+
 def apply_deploy(
     node: Node,
     plan: DeployPlan,
     options: WaitOptions,
     hooks: WaitHooks = NO_HOOKS,
     *,
-    restart: bool = False,
-    on_progress: Callable[[str], None] = lambda _m: None,
+    how: DeployOptions = DeployOptions(),
+    on_progress: Progress = _quiet,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
 ) -> WaitStatus:
-    """preflight -> sync patches -> start -> wait: the whole deploy on one node."""
-    report = check_preflight(node, plan, restart=restart, current=current_run(node, plan.host))
+    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node."""
+    with node_lock(
+        node,
+        plan.host,
+        how.action.value,
+        force=how.force_unlock,
+        detail=plan.run_id,
+        on_progress=on_progress,
+    ) as lock:
+        run = _launch(node, plan, how, on_progress)
+        on_started(run)
+        seen: list[WaitStatus] = []
+
+        def remember(status: WaitStatus) -> None:
+            seen[:] = [status]
+            hooks.on_status(status)
+
+        def reconnected(message: str) -> None:
+            hooks.on_reconnect(message)
+            # The lock lives on the connection: take it back, or learn who took the node.
+            if lock.refresh():
+                on_progress("the node's lock was lost with the connection; taken again")
+
+        watched = replace(hooks, on_status=remember, on_reconnect=reconnected)
+        try:
+            status = wait_ready(node, run, options, watched)
+        except (DeployError, KeyboardInterrupt) as exc:
+            last = seen[0].scan if seen else None
+            record(node, plan, run, how.action, outcome_of(exc), scan=last, on_progress=on_progress)
+            raise
+        record(
+            node, plan, run, how.action, outcome_of(None), scan=status.scan, on_progress=on_progress
+        )
+        _prune(node, plan.host, on_progress)
+        return status
+
+
+def _launch(node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress) -> RunMeta:
+    """preflight -> sync patches -> start, under the caller's lock."""
+    current = current_run(node, plan.host)
+    report = check_preflight(node, plan, restart=how.restart, current=current)
     for check in report.checks:
-        if check.outcome is not Outcome.PASS:
+        if check.outcome is not CheckOutcome.PASS:
             on_progress(f"preflight {check.outcome.value}: {check.name}: {check.detail}")
     on_progress(f"preflight passed ({len(report.checks)} checks)")
     if plan.deployment.patches:
         patched = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
         for line in patched.lines():
             on_progress(f"patch {line}")
-    run = start_plan(node, plan, restart=restart, on_progress=on_progress)
-    on_started(run)
-    return wait_ready(node, run, options, hooks)
+    return start_plan(
+        node,
+        plan,
+        restart=how.restart,
+        engine_version=report.engine_version,
+        on_progress=on_progress,
+    )
+
+
+def _prune(node: Node, host: HostSpec, on_progress: Progress) -> None:
+    """Old runs past `keep_runs` go; the current and the last failed one always stay."""
+    try:
+        pruned = prune_runs(node, host, host.keep_runs)
+    except DeployError as exc:
+        on_progress(f"warning: could not prune old runs: {exc}")
+        return
+    if pruned.removed:
+        on_progress(f"pruned {len(pruned.removed)} old run(s): {', '.join(pruned.removed)}")

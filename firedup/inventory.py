@@ -54,6 +54,7 @@ class HostSpec(FrozenModel):
     workdir: str = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
     deployment: str
+    keep_runs: int = Field(default=10, ge=1)
 
     @field_validator("env", mode="before")
     @classmethod

@@ -43,6 +43,7 @@ class RunMeta:
     started_by: str
     pid: int | None = None
     bind: str = "127.0.0.1"
+    engine_version: str | None = None
 
     @property
     def rundir(self) -> str:
@@ -112,6 +113,7 @@ def start_run(
     *,
     restart: bool = False,
     secrets: Mapping[str, str] | None = None,
+    engine_version: str | None = None,
     on_progress: Callable[[str], None] = lambda _msg: None,
 ) -> RunMeta:
     """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
@@ -136,6 +138,7 @@ def start_run(
         started_at=time.time(),
         started_by=operator(),
         bind=deployment.bind,
+        engine_version=engine_version,
     )
     if secrets:
         text = secrets_env_text(secrets).encode()
@@ -159,6 +162,7 @@ class StopReport:
     state: str  # stopped | not-running | no-pid
     killed: tuple[int, ...]  # pids that ignored TERM for the grace period
     left: tuple[int, ...]  # pids still alive after KILL: should always be empty
+    members: tuple[int, ...] = ()  # the run's processes when the stop began
 
 
 def _pids(value: str) -> tuple[int, ...]:
@@ -176,8 +180,17 @@ def stop_run(node: Node, run: RunMeta, *, grace_s: int = STOP_GRACE_S) -> StopRe
         state=fields.get("state", "unknown"),
         killed=_pids(fields.get("killed", "")),
         left=_pids(fields.get("left", "")),
+        members=_pids(fields.get("members", "")),
     )
 
 
 def tail_log(node: Node, run: RunMeta, lines: int) -> bytes:
     return run_script(node, "logs", run.rundir, str(lines), what="read log").stdout
+
+
+def follow_argv(run: RunMeta, lines: int) -> list[str]:
+    """The last `lines` lines, then every new one, until the server exits (`--pid`)."""
+    argv = ["tail", "-n", str(lines), "-F", "-s", "0.5"]
+    if run.pid is not None:
+        argv.append(f"--pid={run.pid}")
+    return [*argv, run.log_path]

@@ -5,14 +5,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from firedup.decode import DecodeStats, decode_stats
+from firedup.deployment import Deployment
+from firedup.gpus import GpuMemory, gpu_memory
+from firedup.history import Action, read_history
 from firedup.inventory import HostSpec
+from firedup.lock import LockInfo, lock_status
 from firedup.logscan import LogScanner, ScanState, Verdict
 from firedup.node import Node
+from firedup.patching.record import parse_record, record_path
 from firedup.probe import Probe, probe_run
 from firedup.readiness import Signals, health_url, signals_from
-from firedup.runs import RunMeta, current_run
+from firedup.runs import RunMeta, current_run, tail_log
 
 MAX_STATUS_LOG_BYTES = 64 * 1024 * 1024
+DECODE_TAIL_LINES = 400
 
 
 class RunState(StrEnum):
@@ -24,6 +31,15 @@ class RunState(StrEnum):
 
 
 @dataclass(frozen=True)
+class LastDeploy:
+    run_id: str
+    action: str
+    outcome: str
+    reason: str
+    at: str
+
+
+@dataclass(frozen=True)
 class HostStatus:
     host: str
     state: RunState
@@ -31,6 +47,11 @@ class HostStatus:
     signals: Signals | None = None
     scan: ScanState | None = None
     uptime_s: float | None = None
+    gpus: tuple[GpuMemory, ...] | None = None
+    patches: tuple[str, ...] = ()
+    last_deploy: LastDeploy | None = None
+    decode: DecodeStats | None = None
+    lock: LockInfo | None = None
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -61,11 +82,33 @@ def state_of(probe: Probe, scan: ScanState) -> RunState:
     return RunState.STARTING
 
 
-def host_status(node: Node, host: HostSpec) -> HostStatus:
+def applied_patches(node: Node, host: HostSpec) -> tuple[str, ...]:
+    """The patches the node's record says are applied (empty when none ever were)."""
+    path = record_path(host)
+    raw = node.run(["cat", "--", path], check=False).stdout
+    if not raw:
+        return ()
+    return tuple(sorted(parse_record(raw, path, host.name).patches))
+
+
+def last_deploy(node: Node, host: HostSpec) -> LastDeploy | None:
+    starts = {Action.DEPLOY, Action.RESTART, Action.START}
+    records = [r for r in read_history(node, host, limit=50) if r.action in starts]
+    if not records:
+        return None
+    r = records[-1]
+    at = r.at.isoformat(timespec="seconds")
+    return LastDeploy(r.run_id or "", r.action.value, r.outcome.value, r.reason, at)
+
+
+def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None) -> HostStatus:
+    """Everything `fab status` shows for one host; GPUs only when the deployment is given."""
     run = current_run(node, host)
+    lock = lock_status(node, host)
     if run is None:
-        return HostStatus(host=host.name, state=RunState.NEVER)
+        return HostStatus(host=host.name, state=RunState.NEVER, lock=lock)
     probe, scan = scan_log(node, run)
+    tail = tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace")
     return HostStatus(
         host=host.name,
         state=state_of(probe, scan),
@@ -73,4 +116,9 @@ def host_status(node: Node, host: HostSpec) -> HostStatus:
         signals=signals_from(probe, scan),
         scan=scan,
         uptime_s=probe.node_time - run.started_at if probe.alive else None,
+        gpus=gpu_memory(node, host, deployment) if deployment else None,
+        patches=applied_patches(node, host),
+        last_deploy=last_deploy(node, host),
+        decode=decode_stats(tail) if probe.alive else None,
+        lock=lock,
     )

@@ -2,11 +2,12 @@
 
 from invoke import Collection
 
-from tasks import deploy, explain, ops, patches, plan
+from tasks import deploy, explain, history, lock, ops, patches, plan, smoke
 
 ns = Collection()
 for _task in (
     deploy.deploy,
+    deploy.restart,
     plan.preflight,
     plan.plan,
     deploy.render,
@@ -16,6 +17,9 @@ for _task in (
     ops.stop,
     ops.logs,
     patches.sync_patches,
+    smoke.smoke_test,
+    history.history,
+    lock.unlock,
     explain.explain_log,
 ):
     ns.add_task(_task)

@@ -8,8 +8,8 @@ traceback; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -76,10 +76,29 @@ def progress(host: str) -> Callable[[str], None]:
 
 
 def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | DeployError]:
-    """Run `work` for each host in parallel; a failure on one never hides another's outcome."""
-    with ThreadPoolExecutor(max_workers=min(16, max(1, len(names)))) as pool:
-        futures = {name: pool.submit(_capture, work, name) for name in names}
-        return {name: future.result() for name, future in futures.items()}
+    """Run `work` for each host in parallel; a failure on one never hides another's outcome.
+
+    One host runs in the calling thread. Several run in daemon threads, so that Ctrl-C
+    reaches the caller at once (KeyboardInterrupt) instead of waiting for every host's wait
+    to end; what a thread started on a node (a detached server) is not touched by that.
+    """
+    if len(names) == 1:
+        return {names[0]: _capture(work, names[0])}
+    results: dict[str, T | DeployError] = {}
+    threads = [
+        threading.Thread(
+            target=lambda n=name: results.__setitem__(n, _capture(work, n)),
+            name=f"firedup-{name}",
+            daemon=True,
+        )
+        for name in names
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        while thread.is_alive():
+            thread.join(0.2)
+    return {name: results[name] for name in names}
 
 
 def _capture(work: Callable[[str], T], name: str) -> T | DeployError:

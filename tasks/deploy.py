@@ -1,50 +1,42 @@
-"""Tasks that bring a server up: deploy, render, start, wait."""
+"""Tasks that bring servers up: deploy, restart, render, start, wait.
+
+`--host` takes a host, a group, or a comma list: hosts run in parallel (one connection each),
+each with its own progress line, then one summary table; any failure makes the exit code
+non-zero and never hides another host's outcome.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import sys
+from collections.abc import Callable
 
 from fabric import task
 from invoke.context import Context
 
-from firedup.deploy import apply_deploy, plan_deploy, start_plan, wait_options
-from firedup.errors import StartError, WaitInterrupted
+from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, start_plan, wait_options
+from firedup.errors import DeployError, StartError, WaitInterrupted
+from firedup.history import Action
+from firedup.inventory import Inventory
 from firedup.readiness import WaitHooks, WaitStatus, wait_ready
+from firedup.report import table
 from firedup.runs import RunMeta, current_run, run_by_id
 from tasks.common import (
-    HOST_HELP,
     INVENTORY_HELP,
     connect,
     get_inventory,
-    progress,
+    per_host,
     reporting,
     require_host,
     say,
 )
 from tasks.plan import show_plan
-from tasks.progress import WaitDisplay
+from tasks.progress import Board, HostView
 
+HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
 POLL_HELP = "seconds between looks at process, port and health (the log streams; default 1)"
 FOLLOW_HELP = "print the server log as it arrives"
-
-
-@contextmanager
-def interruptible(display: WaitDisplay, run: list[RunMeta]) -> Iterator[None]:
-    """Ctrl-C stops waiting, never the server: say so and how to come back."""
-    try:
-        yield
-    except KeyboardInterrupt:
-        display.end_line()
-        if not run:
-            raise
-        host = run[0].host
-        raise WaitInterrupted(
-            f"{host}: interrupted; the server keeps running (run {run[0].run_id}, "
-            f"pid {run[0].pid})",
-            hint=f"re-attach with `fab wait --host {host}`; stop it with `fab stop --host {host}`",
-        ) from None
+UNLOCK_HELP = "take the node's lock even if another operation holds it (ends its holder)"
 
 
 def _ready_message(status: WaitStatus) -> str:
@@ -55,15 +47,111 @@ def _ready_message(status: WaitStatus) -> str:
     )
 
 
+def _hooks(view: HostView) -> WaitHooks:
+    return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
+
+
+def _interrupted(started: dict[str, RunMeta]) -> WaitInterrupted:
+    """Ctrl-C stops waiting, never the servers: say so and how to come back."""
+    if not started:
+        return WaitInterrupted("interrupted before any server was started")
+    runs = ", ".join(f"{h} (run {r.run_id}, pid {r.pid})" for h, r in started.items())
+    names = ",".join(started)
+    return WaitInterrupted(
+        f"interrupted; the server keeps running: {runs}",
+        hint=f"re-attach with `fab wait --host {names}`; stop with `fab stop --host {names}`",
+    )
+
+
+def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
+    """One host: its message or its error. Several: a table, exit non-zero on any failure."""
+    failures = {h: r for h, r in results.items() if isinstance(r, DeployError)}
+    if len(results) == 1:
+        (only,) = results.values()
+        if isinstance(only, DeployError):
+            raise only
+        say(_ready_message(only))
+        return
+    rows = []
+    for host, result in results.items():
+        if isinstance(result, DeployError):
+            first = str(result).splitlines()[0]
+            rows.append([host, "FAILED", "-", f"{type(result).__name__}: {first}"])
+        else:
+            rows.append(
+                [
+                    host,
+                    "READY",
+                    result.run.run_id,
+                    f"port {result.run.port}, {result.elapsed_s:.0f}s",
+                ]
+            )
+    say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
+    if failures:
+        codes = {e.exit_code for e in failures.values()}
+        code = codes.pop() if len(codes) == 1 else 1
+        print(
+            f"firedup: {len(failures)} of {len(results)} hosts failed: {', '.join(failures)}",
+            file=sys.stderr,
+        )
+        sys.exit(code)
+
+
+def _run_fleet(
+    c: Context,
+    inv: Inventory,
+    selector: str,
+    follow: bool,
+    work: Callable[[Context, Inventory, str, HostView, dict[str, RunMeta]], WaitStatus],
+) -> None:
+    names = [spec.name for spec in inv.select(selector)]
+    board = Board(names, follow=follow)
+    started: dict[str, RunMeta] = {}
+    try:
+        results = per_host(names, lambda name: work(c, inv, name, board.view(name), started))
+    except KeyboardInterrupt:
+        raise _interrupted(started) from None
+    finally:
+        board.close()
+    _finish(results)
+
+
+def _deploy_one(
+    options: DeployOptions, timeout: int, poll: float
+) -> Callable[[Context, Inventory, str, HostView, dict[str, RunMeta]], WaitStatus]:
+    def work(
+        c: Context, inv: Inventory, name: str, view: HostView, started: dict[str, RunMeta]
+    ) -> WaitStatus:
+        spec = inv.host(name)
+        deployment = inv.deployment_for(spec)
+        plan = plan_deploy(spec, deployment)
+        node = connect(c, inv, name)
+        try:
+            return apply_deploy(
+                node,
+                plan,
+                wait_options(deployment, float(timeout), float(poll)),
+                _hooks(view),
+                how=options,
+                on_progress=view.message,
+                on_started=lambda run: started.__setitem__(name, run),
+            )
+        finally:
+            node.close()
+
+    return work
+
+
 @task(
     help={
-        "host": HOST_HELP,
+        "host": HOSTS_HELP,
         "inventory": INVENTORY_HELP,
         "restart": "stop our running server first instead of refusing",
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
+        "force-unlock": UNLOCK_HELP,
     }
 )
 def deploy(
@@ -75,78 +163,100 @@ def deploy(
     poll: float = 1.0,
     follow: bool = False,
     dry_run: bool = False,
+    force_unlock: bool = False,
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
+        selector = require_host("deploy", host)
         if dry_run:
-            show_plan(c, host, inventory, restart)
+            show_plan(c, selector, inventory, restart)
             return
-        name = require_host("deploy", host)
-        inv = get_inventory(c, inventory)
-        spec = inv.host(name)
-        deployment = inv.deployment_for(spec)
-        plan = plan_deploy(spec, deployment)
-        display = WaitDisplay(name, follow=follow)
-        started: list[RunMeta] = []
-        node = connect(c, inv, name)
-        try:
-            with interruptible(display, started):
-                status = apply_deploy(
-                    node,
-                    plan,
-                    wait_options(deployment, float(timeout), float(poll)),
-                    _hooks(display),
-                    restart=restart,
-                    on_progress=display.message,
-                    on_started=started.append,
-                )
-        finally:
-            display.end_line()
-            node.close()
-        say(_ready_message(status))
+        how = DeployOptions(restart=restart, force_unlock=force_unlock)
+        _run_fleet(
+            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
+        )
 
 
-def _hooks(display: WaitDisplay) -> WaitHooks:
-    return WaitHooks(on_status=display.status, on_log=display.log, on_reconnect=display.message)
+@task(
+    help={
+        "host": HOSTS_HELP,
+        "inventory": INVENTORY_HELP,
+        "timeout": TIMEOUT_HELP,
+        "poll": POLL_HELP,
+        "follow": FOLLOW_HELP,
+        "force-unlock": UNLOCK_HELP,
+    }
+)
+def restart(
+    c: Context,
+    host: str | None = None,
+    inventory: str | None = None,
+    timeout: int = 0,
+    poll: float = 1.0,
+    follow: bool = False,
+    force_unlock: bool = False,
+) -> None:
+    """Stop the running server and deploy it again (preflight, patches, start, wait)."""
+    with reporting():
+        selector = require_host("restart", host)
+        how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
+        _run_fleet(
+            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
+        )
 
 
-@task(help={"host": HOST_HELP, "inventory": INVENTORY_HELP})
+@task(help={"host": HOSTS_HELP, "inventory": INVENTORY_HELP})
 def render(c: Context, host: str | None = None, inventory: str | None = None) -> None:
     """Print the launch script a deploy would run (nothing is contacted)."""
     with reporting():
-        name = require_host("render", host)
         inv = get_inventory(c, inventory)
-        spec = inv.host(name)
-        print(plan_deploy(spec, inv.deployment_for(spec), run_id="RUN-ID").script.text, end="")
+        specs = inv.select(require_host("render", host))
+        for spec in specs:
+            plan = plan_deploy(spec, inv.deployment_for(spec), run_id="RUN-ID")
+            print(plan.script.text, end="")
 
 
-@task(
-    help={
-        "host": HOST_HELP,
-        "inventory": INVENTORY_HELP,
-        "restart": "stop our running server first",
-    }
-)
+@task(help={"host": HOSTS_HELP, "inventory": INVENTORY_HELP, "restart": "stop ours first"})
 def start(
     c: Context, host: str | None = None, inventory: str | None = None, restart: bool = False
 ) -> None:
-    """Start the server detached and return at once (see `wait`)."""
+    """Start detached and return at once: no preflight, no wait (a runbook step)."""
     with reporting():
-        name = require_host("start", host)
         inv = get_inventory(c, inventory)
+        for spec in inv.select(require_host("start", host)):
+            plan = plan_deploy(spec, inv.deployment_for(spec))
+            node = connect(c, inv, spec.name)
+            try:
+                run = start_plan(node, plan, restart=restart, on_progress=lambda m: None)
+            finally:
+                node.close()
+            say(f"{spec.name}: started run {run.run_id}, pid {run.pid}; log {run.log_path}")
+
+
+def _wait_one(
+    timeout: int, poll: float, run_id: str | None
+) -> Callable[[Context, Inventory, str, HostView, dict[str, RunMeta]], WaitStatus]:
+    def work(
+        c: Context, inv: Inventory, name: str, view: HostView, started: dict[str, RunMeta]
+    ) -> WaitStatus:
         spec = inv.host(name)
-        plan = plan_deploy(spec, inv.deployment_for(spec))
         node = connect(c, inv, name)
         try:
-            run = start_plan(node, plan, restart=restart, on_progress=progress(name))
+            meta = run_by_id(node, spec, run_id) if run_id else current_run(node, spec)
+            if meta is None:
+                raise StartError(f"{name}: nothing was started here yet", hint="`fab deploy` it")
+            started[name] = meta
+            options = wait_options(inv.deployment_for(spec), float(timeout), float(poll))
+            return wait_ready(node, meta, options, _hooks(view))
         finally:
             node.close()
-        say(f"{name}: started run {run.run_id}, pid {run.pid}; log {run.log_path}")
+
+    return work
 
 
 @task(
     help={
-        "host": HOST_HELP,
+        "host": HOSTS_HELP,
         "inventory": INVENTORY_HELP,
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
@@ -165,19 +275,5 @@ def wait(
 ) -> None:
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
-        name = require_host("wait", host)
-        inv = get_inventory(c, inventory)
-        spec = inv.host(name)
-        display = WaitDisplay(name, follow=follow)
-        node = connect(c, inv, name)
-        try:
-            meta = run_by_id(node, spec, run) if run else current_run(node, spec)
-            if meta is None:
-                raise StartError(f"{name}: nothing was started here yet", hint="`fab deploy` it")
-            options = wait_options(inv.deployment_for(spec), float(timeout), float(poll))
-            with interruptible(display, [meta]):
-                status = wait_ready(node, meta, options, _hooks(display))
-        finally:
-            display.end_line()
-            node.close()
-        say(_ready_message(status))
+        selector = require_host("wait", host)
+        _run_fleet(c, get_inventory(c, inventory), selector, follow, _wait_one(timeout, poll, run))

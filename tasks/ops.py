@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import sys
+from json import dumps
 
 from fabric import task
 from invoke.context import Context
 
-from firedup.errors import DeployError, StartError
+from firedup.errors import DeployError
 from firedup.report import signals_text, table
-from firedup.runs import current_run, run_by_id, stop_run, tail_log
+from firedup.runs import current_run, follow_argv, run_by_id, tail_log
+from firedup.secrets import mask
+from firedup.shutdown import StopOutcome, stop_host
 from firedup.status import HostStatus, host_status
+from firedup.status_json import status_json
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
@@ -45,55 +49,111 @@ def _row(name: str, result: HostStatus | DeployError) -> list[str]:
     ]
 
 
-@task(help={"host": "host, group or comma list (default: every host)", "inventory": INVENTORY_HELP})
-def status(c: Context, host: str | None = None, inventory: str | None = None) -> None:
-    """What runs where: run, phase, each readiness signal, per host."""
+def _details(result: HostStatus) -> str:
+    """The second line per host: GPUs, patches, the last deploy, serving stats, the lock."""
+    parts = []
+    if result.gpus:
+        used = sum(g.used_mib for g in result.gpus) / 1024
+        total = sum(g.total_mib for g in result.gpus) / 1024
+        parts.append(f"gpus {len(result.gpus)}x {used:.0f}/{total:.0f} GiB used")
+    if result.patches:
+        parts.append(f"patches {', '.join(result.patches)}")
+    if result.last_deploy:
+        last = result.last_deploy
+        parts.append(
+            f"last {last.action} {last.outcome}" + (f" ({last.reason})" if last.reason else "")
+        )
+    if result.decode:
+        parts.append(f"serving {result.decode.text()}")
+    if result.uptime_s is not None:
+        parts.append(f"up {result.uptime_s:.0f}s")
+    if result.lock:
+        parts.append(f"lock {result.lock.describe()}")
+    return "; ".join(parts)
+
+
+@task(
+    help={
+        "host": "host, group or comma list (default: every host)",
+        "inventory": INVENTORY_HELP,
+        "json": "print one JSON object (format: docs/status.md)",
+    }
+)
+def status(
+    c: Context, host: str | None = None, inventory: str | None = None, json: bool = False
+) -> None:
+    """What runs where: run, phase, each readiness signal, GPUs, patches, serving stats."""
     with reporting():
         inv = get_inventory(c, inventory)
         names = [spec.name for spec in inv.select(host)]
 
         def one(name: str) -> HostStatus:
+            spec = inv.host(name)
             node = connect(c, inv, name)
             try:
-                return host_status(node, inv.host(name))
+                return host_status(node, spec, inv.deployment_for(spec))
             finally:
                 node.close()
 
         results = per_host(names, one)
-        headers = ["HOST", "RUN", "ENGINE", "PORT", "PID", "STATE", "PHASE", "SIGNALS"]
-        say(table(headers, [_row(n, r) for n, r in results.items()]))
+        if json:
+            say(dumps(status_json(results), indent=2, sort_keys=True))
+        else:
+            headers = ["HOST", "RUN", "ENGINE", "PORT", "PID", "STATE", "PHASE", "SIGNALS"]
+            say(table(headers, [_row(n, r) for n, r in results.items()]))
+            for name, result in results.items():
+                if not isinstance(result, DeployError) and _details(result):
+                    say(f"  {name}: {_details(result)}")
         if any(isinstance(r, DeployError) for r in results.values()):
             sys.exit(3)
 
 
 @task(
     help={
-        "host": HOST_HELP,
+        "host": "host, group or comma list",
         "inventory": INVENTORY_HELP,
         "grace": "seconds between TERM and KILL (default 20)",
+        "force-unlock": "take the node's lock even if another operation holds it",
     }
 )
 def stop(
-    c: Context, host: str | None = None, inventory: str | None = None, grace: int = 20
+    c: Context,
+    host: str | None = None,
+    inventory: str | None = None,
+    grace: int = 20,
+    force_unlock: bool = False,
 ) -> None:
-    """Stop the current run: TERM its process group, KILL after a grace period."""
+    """Stop the current run: TERM its process group, KILL after a grace period, confirm."""
     with reporting():
-        name = require_host("stop", host)
         inv = get_inventory(c, inventory)
-        node = connect(c, inv, name)
-        try:
-            run = current_run(node, inv.host(name))
-            if run is None:
-                say(f"{name}: nothing was started here")
-                return
-            progress(name)(f"stopping run {run.run_id} (pid {run.pid})")
-            report = stop_run(node, run, grace_s=int(grace))
-        finally:
-            node.close()
-        if report.left:
-            raise StartError(f"{name}: processes {report.left} of run {run.run_id} survived KILL")
-        extra = f"; KILLed {len(report.killed)} that ignored TERM" if report.killed else ""
-        say(f"{name}: run {run.run_id} {report.state}{extra}")
+        names = [spec.name for spec in inv.select(require_host("stop", host))]
+
+        def one(name: str) -> StopOutcome:
+            spec = inv.host(name)
+            node = connect(c, inv, name)
+            try:
+                return stop_host(
+                    node,
+                    spec,
+                    inv.deployment_for(spec),
+                    grace_s=int(grace),
+                    force_unlock=force_unlock,
+                    on_progress=progress(name),
+                )
+            finally:
+                node.close()
+
+        results = per_host(names, one)
+        errors = [r for r in results.values() if isinstance(r, DeployError)]
+        for result in results.values():
+            if not isinstance(result, DeployError):
+                say(result.text())
+        if len(errors) == 1 and len(results) == 1:
+            raise errors[0]
+        for error in errors:
+            print(f"firedup: {error}", file=sys.stderr)
+        if errors:
+            sys.exit(errors[0].exit_code)
 
 
 @task(
@@ -102,6 +162,7 @@ def stop(
         "inventory": INVENTORY_HELP,
         "lines": "how many lines from the end (default 50)",
         "run": "run id (default: the current run)",
+        "follow": "keep printing new lines until Ctrl-C (or until the server exits)",
     }
 )
 def logs(
@@ -110,8 +171,9 @@ def logs(
     inventory: str | None = None,
     lines: int = 50,
     run: str | None = None,
+    follow: bool = False,
 ) -> None:
-    """Print the tail of the current run's server log."""
+    """Print the tail of the current run's server log (--follow: and what comes next)."""
     with reporting():
         name = require_host("logs", host)
         inv = get_inventory(c, inventory)
@@ -122,7 +184,18 @@ def logs(
             if meta is None:
                 say(f"{name}: nothing was started here")
                 return
-            data = tail_log(node, meta, int(lines))
+            if not follow:
+                _write(tail_log(node, meta, int(lines)))
+                return
+            try:
+                for chunk in node.stream(follow_argv(meta, int(lines)), timeout_s=1.0):
+                    _write(chunk)
+            except KeyboardInterrupt:
+                return
         finally:
             node.close()
-        sys.stdout.write(data.decode("utf-8", "replace").replace("\r", "\n"))
+
+
+def _write(data: bytes) -> None:
+    sys.stdout.write(mask(data.decode("utf-8", "replace").replace("\r", "\n")))
+    sys.stdout.flush()

@@ -7,7 +7,7 @@ from invoke.context import Context
 
 from firedup.errors import PatchError, UsageError
 from firedup.patching import Mode
-from firedup.patching import sync_patches as sync
+from firedup.patching.locked import sync_patches_recorded
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
@@ -27,6 +27,7 @@ from tasks.common import (
         "check": "only report each patch's state; change nothing (exit 5 on conflicts)",
         "revert": "restore the byte-identical originals of every patch recorded on the node",
         "inventory": INVENTORY_HELP,
+        "force-unlock": "take the node's lock even if another operation holds it",
     },
 )
 def sync_patches(
@@ -35,6 +36,7 @@ def sync_patches(
     check: bool = False,
     revert: bool = False,
     inventory: str | None = None,
+    force_unlock: bool = False,
 ) -> None:
     """Sync the deployment's patches into the installed package on a host (all or nothing)."""
     with reporting():
@@ -46,8 +48,13 @@ def sync_patches(
         spec = inv.host(name)
         node = connect(c, inv, name)
         try:
-            report = sync(
-                node, spec, inv.deployment_for(spec), mode=mode, on_progress=progress(name)
+            report = sync_patches_recorded(
+                node,
+                spec,
+                inv.deployment_for(spec),
+                mode=mode,
+                force_unlock=force_unlock,
+                on_progress=progress(name),
             )
         finally:
             node.close()

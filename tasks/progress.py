@@ -1,55 +1,115 @@
-"""Showing a wait: a live line on a terminal, plain lines elsewhere, and --follow.
+"""Showing waits: live lines on a terminal, plain lines elsewhere, and --follow.
 
-On a terminal the line for a host is redrawn in place (phase, bar, time in phase, time since
-the log last grew, signals). Off a terminal (CI, runbooks, pipes) one plain line is printed per
-phase change or signal change, and once per stall warning, so logs stay short and greppable.
+One `Board` per command owns stderr. On a terminal it keeps one live line per host at the
+bottom (phase, bar, time in phase, time since the log last grew, signals), redrawn in place,
+with history (phase changes, messages) scrolling above it. Off a terminal (CI, runbooks,
+pipes) it prints one plain line per phase or signal change, and each message, so logs stay
+short and greppable. Hosts run in threads; the board serializes their writes.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from typing import TextIO
 
 from firedup.readiness import WaitStatus
 from firedup.report import progress_key, progress_text
 from firedup.secrets import mask
 
+CLEAR = "\x1b[2K"
 
-class WaitDisplay:
-    def __init__(self, host: str, *, follow: bool = False, stream: TextIO | None = None) -> None:
-        self.host = host
+
+class Board:
+    def __init__(self, hosts: list[str], *, follow: bool = False, out: TextIO | None = None):
+        self.hosts = hosts
         self.follow = follow
-        self.out = stream or sys.stderr
-        # --follow writes log lines to stdout; a redrawn line would tear through them.
+        self.out = out or sys.stderr
+        # --follow writes log lines to stdout; a redrawn block would tear through them.
         self.live = self.out.isatty() and not follow
-        self.last_key: object = None
-        self.drawn = False
+        self.lines: dict[str, str] = {}
+        self.keys: dict[str, object] = {}
+        self.drawn = 0
+        self.lock = threading.Lock()
 
-    def status(self, status: WaitStatus) -> None:
-        line = mask(f"[{self.host}] {progress_text(status)}")
-        key = progress_key(status)
+    def view(self, host: str) -> HostView:
+        return HostView(self, host)
+
+    def _erase(self) -> None:
+        if self.drawn:
+            self.out.write(f"\x1b[{self.drawn}F")
+            self.out.write("".join(f"{CLEAR}\n" for _ in range(self.drawn)))
+            self.out.write(f"\x1b[{self.drawn}F")
+            self.drawn = 0
+
+    def _draw(self) -> None:
+        shown = [self.lines[h] for h in self.hosts if h in self.lines]
+        for line in shown:
+            self.out.write(f"{CLEAR}{line}\n")
+        self.drawn = len(shown)
+
+    def _emit(self, text: str) -> None:
+        """A line that stays (history): above the live block, or plain."""
         if self.live:
-            newline = key != self.last_key and self.drawn
-            self.out.write(("\n" if newline else "\r\x1b[2K") + line)
-            self.drawn = True
-        elif key != self.last_key:
-            self.out.write(line + "\n")
-        self.last_key = key
-        if status.warning is not None:
-            self.message(f"WARNING {status.warning.text()}")
+            self._erase()
+            self.out.write(f"{text}\n")
+            self._draw()
+        else:
+            self.out.write(f"{text}\n")
         self.out.flush()
 
-    def message(self, text: str) -> None:
-        self.end_line()
-        self.out.write(mask(f"[{self.host}] {text}") + "\n")
-        self.out.flush()
+    def status(self, host: str, status: WaitStatus) -> None:
+        line = mask(f"[{host}] {progress_text(status)}")
+        key = progress_key(status)
+        with self.lock:
+            changed = self.keys.get(host) != key
+            self.keys[host] = key
+            if self.live:
+                if changed and host in self.lines:
+                    self._emit(self.lines[host])  # the old phase's last line stays as history
+                self.lines[host] = line
+                self._erase()
+                self._draw()
+                self.out.flush()
+            elif changed:
+                self._emit(line)
+            if status.warning is not None:
+                self._emit(mask(f"[{host}] WARNING {status.warning.text()}"))
 
-    def log(self, chunk: bytes) -> None:
-        if self.follow:
-            sys.stdout.write(mask(chunk.decode("utf-8", "replace").replace("\r", "\n")))
+    def message(self, host: str, text: str) -> None:
+        with self.lock:
+            self._emit(mask(f"[{host}] {text}"))
+
+    def log(self, host: str, chunk: bytes) -> None:
+        if not self.follow:
+            return
+        text = mask(chunk.decode("utf-8", "replace").replace("\r", "\n"))
+        if len(self.hosts) > 1:
+            text = "".join(f"[{host}] {ln}\n" for ln in text.splitlines())
+        with self.lock:
+            sys.stdout.write(text)
             sys.stdout.flush()
 
-    def end_line(self) -> None:
-        if self.live and self.drawn:
-            self.out.write("\n")
-            self.drawn = False
+    def close(self) -> None:
+        """Leave the last live lines on screen as history."""
+        with self.lock:
+            self.lines.clear()
+            self.drawn = 0
+            self.out.flush()
+
+
+class HostView:
+    """One host's handle on the board: what the core's callbacks are bound to."""
+
+    def __init__(self, board: Board, host: str) -> None:
+        self.board = board
+        self.host = host
+
+    def status(self, status: WaitStatus) -> None:
+        self.board.status(self.host, status)
+
+    def message(self, text: str) -> None:
+        self.board.message(self.host, text)
+
+    def log(self, chunk: bytes) -> None:
+        self.board.log(self.host, chunk)

@@ -40,4 +40,6 @@ def preflight(
         our_run=current.run_id if current else None,
         restart=restart,
     )
-    return PreflightReport(host=host.name, checks=run_checks(situation))
+    return PreflightReport(
+        host=host.name, checks=run_checks(situation), engine_version=facts.engine_version
+    )

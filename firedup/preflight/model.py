@@ -36,6 +36,7 @@ def failed(name: str, detail: str, hint: str | None = None) -> Check:
 class PreflightReport:
     host: str
     checks: tuple[Check, ...]
+    engine_version: str | None = None  # as the node's python reported it
 
     @property
     def failures(self) -> tuple[Check, ...]:

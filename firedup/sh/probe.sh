@@ -25,11 +25,13 @@ fi
 if [ -n "$health_url" ]; then
   # Asked from the node itself: no dependence on the port being reachable from the operator.
   if command -v curl > /dev/null 2>&1; then
-    code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 3 "$health_url" 2>/dev/null)
+    # --noproxy: a node's http_proxy must not answer for the server on its own loopback.
+    code=$(curl -s --noproxy '*' -o /dev/null -w '%{http_code}' --max-time 3 "$health_url" 2>/dev/null)
   else
     code=$(python3 -c 'import sys, urllib.request, urllib.error
+opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 try:
-    print(urllib.request.urlopen(sys.argv[1], timeout=3).status)
+    print(opener.open(sys.argv[1], timeout=3).status)
 except urllib.error.HTTPError as e:
     print(e.code)
 except Exception:

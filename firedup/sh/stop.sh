@@ -13,6 +13,7 @@ if [ -z "$left" ]; then
   printf 'state=not-running\n'
   exit 0
 fi
+printf 'members=%s\n' "$(echo "$left" | paste -sd, -)"
 kill -TERM -- "-$pid" 2>/dev/null || true
 deadline=$(($(date +%s) + grace))
 while [ -n "$(members)" ] && [ "$(date +%s)" -lt "$deadline" ]; do

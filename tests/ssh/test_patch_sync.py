@@ -51,12 +51,17 @@ def sync_cli(inventory: Path, *flags: str, env: dict[str, str] | None = None) ->
     )
 
 
+# The node's lock file: an empty flock target that every locked operation leaves behind by
+# design (removing a flock file races with the next taker); it holds no state of the node.
+LOCK_BOOKKEEPING = {".lock", "lock.json"}
+
+
 def tree_digest(*roots: Path) -> dict[str, str]:
     """sha256 and mode of every file under `roots`: "unchanged" means this is equal."""
     out: dict[str, str] = {}
     for root in roots:
         for path in sorted(root.rglob("*")):
-            if path.is_file():
+            if path.is_file() and not (path.parent == root and path.name in LOCK_BOOKKEEPING):
                 digest = hashlib.sha256(path.read_bytes()).hexdigest()
                 out[str(path)] = f"{digest} {path.stat().st_mode:o}"
     return out
