@@ -20,7 +20,7 @@ from firedup.history import (
     prune_runs,
     run_record,
 )
-from firedup.inventory import Deployment, HostSpec
+from firedup.inventory import Deployment, HostSpec, Placement
 from firedup.lock import node_lock
 from firedup.logscan import ScanState
 from firedup.node import Node
@@ -51,10 +51,15 @@ class DeployPlan:
         return posixpath.join(self.host.workdir, "runs", self.run_id)
 
 
-def plan_deploy(host: HostSpec, deployment: Deployment, run_id: str | None = None) -> DeployPlan:
+def plan_deploy(
+    host: HostSpec,
+    deployment: Deployment,
+    run_id: str | None = None,
+    placement: Placement | None = None,
+) -> DeployPlan:
     run_id = run_id or new_run_id()
     rundir = posixpath.join(host.workdir, "runs", run_id)
-    script = render_launch(host, deployment, run_id=run_id, rundir=rundir)
+    script = render_launch(host, deployment, run_id=run_id, rundir=rundir, placement=placement)
     check_bash_syntax(script)
     return DeployPlan(host=host, deployment=deployment, run_id=run_id, script=script)
 
@@ -180,12 +185,14 @@ def apply_deploy(
         record(
             node, plan, run, how.action, outcome_of(None), scan=status.scan, on_progress=on_progress
         )
-        _prune(node, plan.host, on_progress)
+        prune(node, plan.host, on_progress)
         return status
 
 
-def _launch(node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress) -> RunMeta:
-    """preflight -> sync patches -> start, under the caller's lock."""
+def prepare(
+    node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress
+) -> PreflightReport:
+    """preflight -> sync patches, under the caller's lock; raises when the launch would fail."""
     current = current_run(node, plan.host)
     report = check_preflight(node, plan, restart=how.restart, current=current)
     for check in report.checks:
@@ -196,6 +203,12 @@ def _launch(node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progr
         patched = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
         for line in patched.lines():
             on_progress(f"patch {line}")
+    return report
+
+
+def _launch(node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress) -> RunMeta:
+    """preflight -> sync patches -> start, under the caller's lock."""
+    report = prepare(node, plan, how, on_progress)
     return start_plan(
         node,
         plan,
@@ -205,7 +218,7 @@ def _launch(node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progr
     )
 
 
-def _prune(node: Node, host: HostSpec, on_progress: Progress) -> None:
+def prune(node: Node, host: HostSpec, on_progress: Progress) -> None:
     """Old runs past `keep_runs` go; the current and the last failed one always stay."""
     try:
         pruned = prune_runs(node, host, host.keep_runs)

@@ -137,6 +137,8 @@ class Deployment(FrozenModel):
     ready_timeout_s: float = Field(default=1800.0, gt=0)
     patches: list[str] = Field(default_factory=list)
     phase_budgets_s: dict[str, float] = Field(default_factory=dict)
+    nodes: list[str] = Field(default_factory=list)  # multi-node: host names in rank order
+    dist_init_port: Port = 5000  # rank 0's rendezvous port (--dist-init-addr)
 
     @field_validator("phase_budgets_s")
     @classmethod
@@ -189,6 +191,10 @@ class Deployment(FrozenModel):
         if self.cuda_graph_max_bs is not None and self.engine is Engine.VLLM:
             raise ValueError("cuda_graph_max_bs is an SGLang knob; for vLLM pass it in args")
         return self
+
+    @property
+    def nnodes(self) -> int:
+        return max(1, len(self.nodes))
 
     @property
     def draft_model(self) -> str | None:

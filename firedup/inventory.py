@@ -10,6 +10,7 @@ import os
 import posixpath
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -55,6 +56,7 @@ class HostSpec(FrozenModel):
     env: dict[str, str] = Field(default_factory=dict)
     deployment: str
     keep_runs: int = Field(default=10, ge=1)
+    node_address: str | None = None  # how the other nodes of a multi-node deployment reach it
 
     @field_validator("env", mode="before")
     @classmethod
@@ -97,6 +99,8 @@ class Inventory(FrozenModel):
                     f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
                     f"known: {', '.join(sorted(self.deployments)) or 'none'}"
                 )
+        for deployment in self.deployments.values():
+            _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():
             if group in self.hosts:
                 raise ValueError(f"groups.{group}: a group cannot share a name with a host")
@@ -116,6 +120,19 @@ class Inventory(FrozenModel):
     def deployment_for(self, host: HostSpec) -> Deployment:
         return self.deployments[host.deployment]
 
+    def placement(self, host: HostSpec) -> Placement | None:
+        """Rank, node count and rendezvous address of a host in a multi-node deployment."""
+        deployment = self.deployment_for(host)
+        if not deployment.nodes:
+            return None
+        first = self.hosts[deployment.nodes[0]]
+        address = first.node_address or first.address or "127.0.0.1"
+        return Placement(
+            rank=deployment.nodes.index(host.name),
+            nnodes=deployment.nnodes,
+            dist_init_addr=f"{address}:{deployment.dist_init_port}",
+        )
+
     def select(self, selector: str | None) -> list[HostSpec]:
         """Hosts named by a host, a group, or a comma list of either; all hosts when None."""
         if not selector:
@@ -128,6 +145,36 @@ class Inventory(FrozenModel):
             for name in names:
                 chosen[name] = self.host(name)
         return list(chosen.values())
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A host's place in a multi-node deployment."""
+
+    rank: int
+    nnodes: int
+    dist_init_addr: str
+
+
+def _check_nodes(deployment: Deployment, hosts: Mapping[str, HostSpec]) -> None:
+    where = f"deployments.{deployment.name}.nodes"
+    if len(deployment.nodes) == 1:
+        raise ValueError(f"{where}: a multi-node deployment needs at least two nodes")
+    if len(set(deployment.nodes)) != len(deployment.nodes):
+        raise ValueError(f"{where}: a host is listed twice")
+    for name in deployment.nodes:
+        if name not in hosts:
+            raise ValueError(f"{where}: unknown host {name!r}")
+        if hosts[name].deployment != deployment.name:
+            raise ValueError(f"{where}: host {name} runs deployment {hosts[name].deployment}")
+    if deployment.nodes:
+        strays = [
+            h.name
+            for h in hosts.values()
+            if h.deployment == deployment.name and h.name not in deployment.nodes
+        ]
+        if strays:
+            raise ValueError(f"{where}: hosts {', '.join(strays)} run it but are not listed")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

@@ -229,8 +229,10 @@ class Waiter:
     tick_s: float
     on_status: Callable[[WaitStatus], None]
     on_log: Callable[[bytes], None]
+    guard: Callable[[], None]
 
     def _look(self) -> WaitStatus:
+        self.guard()
         status = self.watcher.look()
         self.on_status(status)
         return status
@@ -258,6 +260,7 @@ class Waiter:
             tail_argv(self.watcher.run, self.watcher.offset), timeout_s=self.tick_s
         )
         for chunk in stream:
+            self.guard()
             urgent = False
             if chunk:
                 self.on_log(chunk)
@@ -309,6 +312,9 @@ class WaitHooks:
     on_status: Callable[[WaitStatus], None] = _ignore
     on_log: Callable[[bytes], None] = _ignore
     on_reconnect: Callable[[str], None] = _ignore
+    # Called on every chunk and tick: raises to end the wait (another rank of a multi-node
+    # deployment died). Must be cheap: it runs often.
+    guard: Callable[[], None] = lambda: None
 
 
 NO_HOOKS = WaitHooks()
@@ -326,7 +332,12 @@ def wait_ready(
     """Wait until every readiness signal agrees; raise when the run dies or the deadline passes."""
     watcher = RunWatcher(node, run, clock, options.phase_budgets_s, options.stall_after_s)
     waiter = Waiter(
-        watcher, clock() + options.timeout_s, options.tick_s, hooks.on_status, hooks.on_log
+        watcher,
+        clock() + options.timeout_s,
+        options.tick_s,
+        hooks.on_status,
+        hooks.on_log,
+        hooks.guard,
     )
 
     def give_up(_state: object) -> bool:

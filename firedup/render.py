@@ -20,7 +20,7 @@ import jinja2
 
 from firedup.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.errors import RenderError
-from firedup.inventory import ArgValue, Deployment, Engine, HostSpec
+from firedup.inventory import ArgValue, Deployment, Engine, HostSpec, Placement
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 # The log classifier reads phase lines that SGLang prints only at info level or below.
@@ -113,22 +113,13 @@ def vllm_speculative_config(deployment: Deployment) -> str | None:
     return json.dumps(config, separators=(",", ":"))
 
 
-@dataclass(frozen=True)
-class MultiNode:
-    """This node's place in a deployment spread over several nodes."""
-
-    nnodes: int
-    node_rank: int
-    dist_init_addr: str
-
-
 def render_launch(
     host: HostSpec,
     deployment: Deployment,
     *,
     run_id: str,
     rundir: str,
-    multinode: MultiNode | None = None,
+    placement: Placement | None = None,
 ) -> LaunchScript:
     context = {
         "host": host,
@@ -139,7 +130,8 @@ def render_launch(
         "secret_names": sorted(deployment.secrets),
         "engine_args": engine_args(deployment),
         "speculative_config": vllm_speculative_config(deployment),
-        "multinode": multinode,
+        "placement": placement,
+        "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
     }
     name = f"{deployment.engine.value}/launch.sh.j2"
     try:

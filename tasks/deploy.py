@@ -14,9 +14,10 @@ from fabric import task
 from invoke.context import Context
 
 from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, start_plan, wait_options
-from firedup.errors import DeployError, StartError, WaitInterrupted
+from firedup.errors import DeployError, StartError, UsageError, WaitInterrupted
 from firedup.history import Action
 from firedup.inventory import Inventory
+from firedup.multinode import Rank, apply_multinode, wait_multinode
 from firedup.readiness import WaitHooks, WaitStatus, wait_ready
 from firedup.report import table
 from firedup.runs import RunMeta, current_run, run_by_id
@@ -39,10 +40,11 @@ FOLLOW_HELP = "print the server log as it arrives"
 UNLOCK_HELP = "take the node's lock even if another operation holds it (ends its holder)"
 
 
-def _ready_message(status: WaitStatus) -> str:
+def _ready_message(key: str, status: WaitStatus) -> str:
     run = status.run
+    where = f" (rank 0 on {run.host})" if key != run.host else ""
     return (
-        f"{run.host}: READY  run {run.run_id}, {run.engine.value} on port {run.port}, "
+        f"{key}: READY  run {run.run_id}{where}, {run.engine.value} on port {run.port}, "
         f"pid {run.pid}, after {status.elapsed_s:.0f}s"
     )
 
@@ -67,10 +69,10 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
     """One host: its message or its error. Several: a table, exit non-zero on any failure."""
     failures = {h: r for h, r in results.items() if isinstance(r, DeployError)}
     if len(results) == 1:
-        (only,) = results.values()
+        ((key, only),) = results.items()
         if isinstance(only, DeployError):
             raise only
-        say(_ready_message(only))
+        say(_ready_message(key, only))
         return
     rows = []
     for host, result in results.items():
@@ -97,18 +99,38 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
         sys.exit(code)
 
 
-def _run_fleet(
-    c: Context,
-    inv: Inventory,
-    selector: str,
-    follow: bool,
-    work: Callable[[Context, Inventory, str, HostView, dict[str, RunMeta]], WaitStatus],
-) -> None:
+Work = Callable[[Context, Inventory, list[str], HostView, dict[str, RunMeta]], WaitStatus]
+
+
+def units_of(inv: Inventory, selector: str) -> list[list[str]]:
+    """Selected hosts as units: one host, or every node of a multi-node deployment in rank
+    order (a multi-node deployment is deployed and waited for as a whole, or not at all)."""
+    units: list[list[str]] = []
     names = [spec.name for spec in inv.select(selector)]
-    board = Board(names, follow=follow)
+    for name in names:
+        nodes = inv.deployment_for(inv.host(name)).nodes
+        if not nodes:
+            units.append([name])
+            continue
+        missing = [n for n in nodes if n not in names]
+        if missing:
+            raise UsageError(
+                f"{name} is one of the nodes of multi-node deployment "
+                f"{inv.host(name).deployment}; select them all: --host {','.join(nodes)}"
+            )
+        if nodes not in units:
+            units.append(list(nodes))
+    return units
+
+
+def _run_fleet(c: Context, inv: Inventory, selector: str, follow: bool, work: Work) -> None:
+    units = {",".join(unit): unit for unit in units_of(inv, selector)}
+    board = Board(list(units), follow=follow)
     started: dict[str, RunMeta] = {}
     try:
-        results = per_host(names, lambda name: work(c, inv, name, board.view(name), started))
+        results = per_host(
+            list(units), lambda key: work(c, inv, units[key], board.view(key), started)
+        )
     except KeyboardInterrupt:
         raise _interrupted(started) from None
     finally:
@@ -116,28 +138,48 @@ def _run_fleet(
     _finish(results)
 
 
-def _deploy_one(
-    options: DeployOptions, timeout: int, poll: float
-) -> Callable[[Context, Inventory, str, HostView, dict[str, RunMeta]], WaitStatus]:
-    def work(
-        c: Context, inv: Inventory, name: str, view: HostView, started: dict[str, RunMeta]
-    ) -> WaitStatus:
+def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:
+    ranks = []
+    for rank, name in enumerate(unit):
         spec = inv.host(name)
-        deployment = inv.deployment_for(spec)
-        plan = plan_deploy(spec, deployment)
-        node = connect(c, inv, name)
+        plan = plan_deploy(spec, inv.deployment_for(spec), run_id, inv.placement(spec))
+        ranks.append(Rank(rank, connect(c, inv, name), plan))
+    return ranks
+
+
+def _close(ranks: list[Rank]) -> None:
+    for rank in ranks:
+        rank.node.close()
+
+
+def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
+    def work(
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+    ) -> WaitStatus:
+        deployment = inv.deployment_for(inv.host(unit[0]))
+        wait = wait_options(deployment, float(timeout), float(poll))
+        ranks = _ranks(c, inv, unit)
         try:
+            if len(ranks) > 1:
+                return apply_multinode(
+                    ranks,
+                    wait,
+                    _hooks(view),
+                    how=options,
+                    on_progress=lambda host, m: view.message(f"{host}: {m}"),
+                    on_started=lambda run: started.__setitem__(run.host, run),
+                )
             return apply_deploy(
-                node,
-                plan,
-                wait_options(deployment, float(timeout), float(poll)),
+                ranks[0].node,
+                ranks[0].plan,
+                wait,
                 _hooks(view),
                 how=options,
                 on_progress=view.message,
-                on_started=lambda run: started.__setitem__(name, run),
+                on_started=lambda run: started.__setitem__(run.host, run),
             )
         finally:
-            node.close()
+            _close(ranks)
 
     return work
 
@@ -212,7 +254,9 @@ def render(c: Context, host: str | None = None, inventory: str | None = None) ->
         inv = get_inventory(c, inventory)
         specs = inv.select(require_host("render", host))
         for spec in specs:
-            plan = plan_deploy(spec, inv.deployment_for(spec), run_id="RUN-ID")
+            plan = plan_deploy(
+                spec, inv.deployment_for(spec), run_id="RUN-ID", placement=inv.placement(spec)
+            )
             print(plan.script.text, end="")
 
 
@@ -224,7 +268,7 @@ def start(
     with reporting():
         inv = get_inventory(c, inventory)
         for spec in inv.select(require_host("start", host)):
-            plan = plan_deploy(spec, inv.deployment_for(spec))
+            plan = plan_deploy(spec, inv.deployment_for(spec), placement=inv.placement(spec))
             node = connect(c, inv, spec.name)
             try:
                 run = start_plan(node, plan, restart=restart, on_progress=lambda m: None)
@@ -233,23 +277,31 @@ def start(
             say(f"{spec.name}: started run {run.run_id}, pid {run.pid}; log {run.log_path}")
 
 
-def _wait_one(
-    timeout: int, poll: float, run_id: str | None
-) -> Callable[[Context, Inventory, str, HostView, dict[str, RunMeta]], WaitStatus]:
+def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
     def work(
-        c: Context, inv: Inventory, name: str, view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
     ) -> WaitStatus:
-        spec = inv.host(name)
-        node = connect(c, inv, name)
+        deployment = inv.deployment_for(inv.host(unit[0]))
+        options = wait_options(deployment, float(timeout), float(poll))
+        ranks = _ranks(c, inv, unit)
         try:
-            meta = run_by_id(node, spec, run_id) if run_id else current_run(node, spec)
-            if meta is None:
-                raise StartError(f"{name}: nothing was started here yet", hint="`fab deploy` it")
-            started[name] = meta
-            options = wait_options(inv.deployment_for(spec), float(timeout), float(poll))
-            return wait_ready(node, meta, options, _hooks(view))
+            runs = []
+            for rank in ranks:
+                spec = rank.plan.host
+                meta = (
+                    run_by_id(rank.node, spec, run_id) if run_id else current_run(rank.node, spec)
+                )
+                if meta is None:
+                    raise StartError(
+                        f"{spec.name}: nothing was started here yet", hint="`fab deploy` it"
+                    )
+                started[spec.name] = meta
+                runs.append(meta)
+            if len(ranks) > 1:
+                return wait_multinode(ranks, runs, options, _hooks(view))
+            return wait_ready(ranks[0].node, runs[0], options, _hooks(view))
         finally:
-            node.close()
+            _close(ranks)
 
     return work
 

@@ -53,7 +53,7 @@ def show_plan(c: Context, host: str | None, inventory: str | None, restart: bool
     name = require_host("plan", host)
     inv = get_inventory(c, inventory)
     spec = inv.host(name)
-    plan = plan_deploy(spec, inv.deployment_for(spec))
+    plan = plan_deploy(spec, inv.deployment_for(spec), placement=inv.placement(spec))
     node = connect(c, inv, name)
     try:
         report = make_plan(node, plan, restart=restart)

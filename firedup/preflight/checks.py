@@ -235,13 +235,14 @@ def check_gpus(s: Situation) -> Check:
             "is the NVIDIA driver installed and nvidia-smi on the host's PATH?",
         )
     gpus = s.facts.gpus
-    if len(gpus) < d.tp:
+    per_node = -(-d.tp // d.nnodes)  # tp spans all the nodes of a multi-node deployment
+    if len(gpus) < per_node:
         return failed(
             "gpus",
-            f"{len(gpus)} GPU(s) on the node, tp={d.tp} needs {d.tp}",
+            f"{len(gpus)} GPU(s) on the node, tp={d.tp} over {d.nnodes} node(s) needs {per_node}",
             "lower 'tp' or pick a bigger node",
         )
-    used = sorted(gpus[: d.tp], key=lambda g: g.free_mib)
+    used = sorted(gpus[:per_node], key=lambda g: g.free_mib)
     tightest = used[0]
     fraction = d.mem_fraction
     if fraction is not None and tightest.free_mib < fraction * tightest.total_mib:
@@ -260,7 +261,7 @@ def check_gpus(s: Situation) -> Check:
     return passed(
         "gpus",
         f"{len(gpus)} x {gpus[0].name}, {tightest.free_mib / 1024:.0f} GiB free "
-        f"on the tightest of the {d.tp} used",
+        f"on the tightest of the {per_node} used",
     )
 
 
