@@ -94,6 +94,23 @@ def start_plan(
     )
 
 
+def start_recorded(
+    node: Node,
+    plan: DeployPlan,
+    *,
+    restart: bool = False,
+    force_unlock: bool = False,
+    on_progress: Progress = _quiet,
+) -> RunMeta:
+    """`fab start`: launch under the node's lock, without preflight or wait; record it."""
+    with node_lock(
+        node, plan.host, "start", force=force_unlock, detail=plan.run_id, on_progress=on_progress
+    ):
+        run = start_plan(node, plan, restart=restart, on_progress=on_progress)
+        record(node, plan, run, Action.START, (Outcome.STARTED, ""), on_progress=on_progress)
+        return run
+
+
 def check_preflight(
     node: Node, plan: DeployPlan, *, restart: bool, current: RunMeta | None
 ) -> PreflightReport:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from fabric import task
 from invoke.context import Context
 
-from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, start_plan, wait_options
+from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, start_recorded, wait_options
 from firedup.errors import DeployError, StartError, UsageError, WaitInterrupted
 from firedup.history import Action
 from firedup.inventory import Inventory
@@ -271,7 +271,7 @@ def start(
             plan = plan_deploy(spec, inv.deployment_for(spec), placement=inv.placement(spec))
             node = connect(c, inv, spec.name)
             try:
-                run = start_plan(node, plan, restart=restart, on_progress=lambda m: None)
+                run = start_recorded(node, plan, restart=restart)
             finally:
                 node.close()
             say(f"{spec.name}: started run {run.run_id}, pid {run.pid}; log {run.log_path}")

@@ -188,8 +188,8 @@ def test_a_slow_capture_that_keeps_moving_does_not_fail(make_node: Callable[...,
 
 def test_sshd_restart_mid_wait(tmp_path: Path) -> None:
     proc, sshd = start_sshd(tmp_path / "own-sshd")
+    node = Node(sshd, tmp_path, sim_deployment(tp=2), FIREDUP_SIM_SPEED="0.25")
     try:
-        node = Node(sshd, tmp_path, sim_deployment(tp=2), FIREDUP_SIM_SPEED="0.25")
         run = node.start()
         restarted: list[str] = []
 
@@ -222,8 +222,8 @@ def test_sshd_restart_mid_wait(tmp_path: Path) -> None:
         assert len(tree) >= 3  # the launcher and its two TP ranks (and the sim's helpers)
         launches = list((node.workdir / "runs").iterdir())
         assert len(launches) == 1
-        node.close()
     finally:
+        node.close()  # stops the runs it started, whatever the asserts said
         stop_process(proc)
 
 
