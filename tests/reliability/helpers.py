@@ -52,10 +52,11 @@ def _accepts(port: int) -> bool:
         return False
 
 
-def start_private_sshd(root: Path, **env: str) -> tuple[subprocess.Popen[bytes], Sshd]:
+def start_private_sshd(root: Path, *extra: str, **env: str) -> tuple[subprocess.Popen[bytes], Sshd]:
     """tests/conftest.start_sshd's sshd, restarted with a quiet home (this machine's root
-    ~/.bashrc runs `pyenv init`, ~0.2 s of CPU for every command sshd runs) and `env` set in
-    every session (sshd keeps only the first SetEnv line: one line for all)."""
+    ~/.bashrc runs `pyenv init`, ~0.2 s of CPU for every command sshd runs), `env` set in
+    every session (sshd keeps only the first SetEnv line: one line for all) and `extra`
+    sshd_config lines."""
     proc, sshd = start_sshd(root)
     stop_process(proc)
     home = root / "home"
@@ -63,7 +64,8 @@ def start_private_sshd(root: Path, **env: str) -> tuple[subprocess.Popen[bytes],
     (home / ".bashrc").write_text("")
     config = root / "sshd_config"
     assignments = " ".join(f"{k}={v}" for k, v in {"HOME": str(home), **env}.items())
-    config.write_text(config.read_text() + f"SetEnv {assignments}\n")
+    lines = [f"SetEnv {assignments}", *extra]
+    config.write_text(config.read_text() + "".join(f"{line}\n" for line in lines))
     proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")])
     wait_until(lambda: proc.poll() is not None or _accepts(sshd.port), 10, "sshd to accept")
     assert proc.poll() is None, (root / "sshd.log").read_text()

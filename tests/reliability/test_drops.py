@@ -8,16 +8,16 @@ import random
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from firedup.errors import ConnectError
+from firedup.errors import ConnectError, TransientConnectError
 from firedup.lock import LockState, lock_status
 from firedup.readiness import WaitHooks, WaitStatus
-from tests.conftest import wait_until
+from tests.conftest import Sshd, stop_process, wait_until
 from tests.reliability import tally
 from tests.reliability.faultnode import FaultNode
 from tests.reliability.helpers import (
@@ -25,6 +25,7 @@ from tests.reliability.helpers import (
     Outcome,
     kill_connections,
     leftover_problems,
+    start_private_sshd,
     strays,
     thaw,
     told_state_problems,
@@ -211,3 +212,37 @@ def test_a_drop_before_an_upload_reconnects_or_says_so(make_host: Callable[..., 
     node = FaultNode(host.node(), host.sshd, before_op=drop)
     label = "drop before the second upload"
     check_deploy(host, lambda: host.deploy(node), label, connect_errors_only=True)
+
+
+@pytest.fixture
+def sshd_dropping_at_auth(tmp_path: Path) -> Iterator[Sshd]:
+    """An sshd whose every connection drops in the middle of public-key authentication."""
+    command = Path(__file__).with_name("drop_during_auth.sh")
+    # A Match block overrides the AuthorizedKeysFile of the base config: only the command.
+    lines = ("Match all", "AuthorizedKeysFile none", f"AuthorizedKeysCommand {command}")
+    proc, sshd = start_private_sshd(tmp_path / "sshd", *lines, "AuthorizedKeysCommandUser root")
+    try:
+        yield sshd
+    finally:
+        stop_process(proc)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a link that drops during authentication is reported as 'authentication failed' "
+    "with a hint to check user and identity_file, and as a permanent ConnectError, so a wait "
+    "that reconnects at that moment gives up instead of retrying",
+)
+def test_a_drop_during_authentication_is_called_a_drop(
+    sshd_dropping_at_auth: Sshd, tmp_path: Path
+) -> None:
+    host = Host.create(sshd_dropping_at_auth, tmp_path / "h", None, {})
+    result = host.cli("status")
+    tally.fault("drop during authentication")
+    output = result.stdout + result.stderr
+    assert result.returncode == ConnectError.exit_code and "Traceback" not in output, output
+    log = (tmp_path / "sshd" / "sshd.log").read_text()
+    assert "Accepted publickey" not in log, "the drop was not in effect: " + log[-500:]
+    assert "authentication failed" not in output, output
+    with pytest.raises(TransientConnectError):
+        host.node().run(["true"])
