@@ -242,6 +242,8 @@ def test_a_drop_during_authentication_is_called_a_drop(
     output = result.stdout + result.stderr
     assert result.returncode == ConnectError.exit_code and "Traceback" not in output, output
     log = (tmp_path / "sshd" / "sshd.log").read_text()
+    if "Unsafe AuthorizedKeysCommand" in log:  # sshd wants root-owned, non-writable parents
+        pytest.skip("sshd refuses the AuthorizedKeysCommand in this checkout's directory")
     assert "Accepted publickey" not in log, "the drop was not in effect: " + log[-500:]
     assert "authentication failed" not in output, output
     with pytest.raises(TransientConnectError):
