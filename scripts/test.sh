@@ -17,7 +17,12 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" > /dev/null
 fi
 scripts/setup.sh
-echo "== ruff"; .venv/bin/ruff check . && .venv/bin/ruff format --check .
-echo "== mypy"; .venv/bin/mypy
-echo "== shellcheck"; shellcheck -s bash firedup/sh/*.sh scripts/*.sh
+# One command per line: under `set -e` a failure inside an && list would not stop the script.
+echo "== ruff"
+.venv/bin/ruff check .
+.venv/bin/ruff format --check .
+echo "== mypy"
+.venv/bin/mypy
+echo "== shellcheck"
+shellcheck -s bash firedup/sh/*.sh scripts/*.sh .ci/run
 echo "== pytest"; .venv/bin/python -m pytest "$@"

@@ -270,3 +270,24 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
                 failures.append(exc)
         if failures:
             raise failures[0]
+
+
+def stop_runs(inventory: Path, selector: str | None = None) -> None:
+    """Teardown: stop the current run of each host, in-process and quietly (the `fab stop`
+    command itself is tested where it is the subject; cleanup needs no second CLI start)."""
+    from firedup.errors import DeployError
+    from firedup.inventory import load_inventory
+    from firedup.runs import current_run, stop_run
+    from firedup.transport import open_node
+
+    inv = load_inventory(inventory)
+    for spec in inv.select(selector):
+        node = open_node(spec)
+        try:
+            run = current_run(node, spec)
+            if run is not None:
+                stop_run(node, run, grace_s=2)
+        except DeployError:
+            pass
+        finally:
+            node.close()

@@ -29,7 +29,10 @@ pytestmark = [pytest.mark.reliability, pytest.mark.ssh]
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A tmpfs just over preflight's 1 GiB minimum (pages are only taken when written)."""
+    """A tmpfs just over preflight's 1 GiB minimum (pages are only taken when written).
+
+    Ask for it before `make_host`: fixtures are torn down in reverse, so the host's runs are
+    stopped while their run directories can still be read, and only then is it unmounted."""
     mount = tmp_path / "disk"
     mount.mkdir()
     done = subprocess.run(
@@ -55,7 +58,7 @@ def fill(mount: Path) -> None:
 
 
 def test_a_full_disk_leaves_everything_as_it_was(
-    make_host: Callable[..., Host], small_disk: Path
+    small_disk: Path, make_host: Callable[..., Host]
 ) -> None:
     host = make_host(workdir=small_disk / "node")
     first = host.deploy()
@@ -80,7 +83,7 @@ def test_a_full_disk_leaves_everything_as_it_was(
     "hits it says 'upload ... failed (exit 1): Failure' (SFTP's generic status), and by then "
     "--restart has stopped the old server without the error saying so",
 )
-def test_a_full_disk_is_named(make_host: Callable[..., Host], small_disk: Path) -> None:
+def test_a_full_disk_is_named(small_disk: Path, make_host: Callable[..., Host]) -> None:
     host = make_host(workdir=small_disk / "node")
     assert host.deploy().ready
     fill(small_disk)

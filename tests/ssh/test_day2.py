@@ -19,6 +19,7 @@ from tests.conftest import (
     session_members,
     sim_deployment,
     ssh_host,
+    stop_runs,
     wait_until,
 )
 
@@ -53,7 +54,7 @@ def test_two_deploys_at_once_one_is_refused_naming_the_other(
     finally:
         if first.poll() is None:
             first.kill()
-        fab("stop", "--host", "n", "--inventory", str(inv), "--grace", "2")
+        stop_runs(inv)
 
 
 def test_a_fleet_where_one_host_fails(
@@ -133,4 +134,4 @@ def test_status_json_validates_against_the_documented_schema(
         assert by_host["fresh"]["state"] == "never-deployed"
         assert by_host["down"]["reachable"] is False and by_host["down"]["error"]
     finally:
-        fab("stop", "--host", "up", "--inventory", str(inv), "--grace", "2")
+        stop_runs(inv, "up")

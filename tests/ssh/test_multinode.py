@@ -20,6 +20,7 @@ from tests.conftest import (
     session_members,
     sim_deployment,
     ssh_host,
+    stop_runs,
     wait_until,
 )
 
@@ -87,4 +88,4 @@ def test_killing_rank_1_fails_the_deploy_naming_it(
     finally:
         if deploy.poll() is None:
             deploy.kill()
-        fab("stop", "--host", "a,b", "--inventory", str(inv), "--grace", "2")
+        stop_runs(inv)

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, SIM_MODELS, Sshd, fab, free_port, ssh_host
+from tests.conftest import REPO, SIM_MODELS, Sshd, fab, free_port, ssh_host, stop_runs
 
 pytestmark = pytest.mark.ssh
 
@@ -68,8 +68,7 @@ def story(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]) -> I
     inv = write_inventory({name: host(name) for name in deployments}, deployments)
     story = Story(tmp_path, inv)
     yield story
-    for name in deployments:
-        story.fab("stop", "--host", name, "--grace", "2")
+    stop_runs(inv)
 
 
 def test_preflight_catches_the_first_two_crashes_before_any_launch(story: Story) -> None:
@@ -147,7 +146,7 @@ def test_a_hostile_argument_reaches_the_server_as_one_word(
         assert models["data"][0]["id"] == evil
         assert not marker.exists()
     finally:
-        fab("stop", "--host", "n", "--inventory", str(inv), "--grace", "2")
+        stop_runs(inv)
         marker.unlink(missing_ok=True)
 
 

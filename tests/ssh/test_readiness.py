@@ -32,6 +32,7 @@ from tests.conftest import (
     ssh_host,
     start_sshd,
     stop_process,
+    stop_runs,
     tree_roots,
     wait_until,
 )
@@ -178,7 +179,7 @@ def test_a_silent_hang_ends_naming_the_phase(make_node: Callable[..., Node]) -> 
 
 
 def test_a_slow_capture_that_keeps_moving_does_not_fail(make_node: Callable[..., Node]) -> None:
-    node = make_node(sim_deployment(tp=2), FIREDUP_SIM_FAULT="slow_capture")
+    node = make_node(sim_deployment(tp=2), FIREDUP_SIM_FAULT="slow_capture", FIREDUP_SIM_SPEED="1")
     status, seen = node.wait(node.start(), timeout_s=90)
     assert status.ready
     captures = [s for s in seen if s.scan.phase is Phase.CUDA_GRAPH and s.scan.progress]
@@ -268,4 +269,4 @@ def test_ctrl_c_leaves_the_server_running_and_wait_reattaches(
     finally:
         if deploy.poll() is None:
             deploy.kill()
-        fab("stop", "--host", "node", "--inventory", str(inv), "--grace", "2")
+        stop_runs(inv)

@@ -19,6 +19,7 @@ from tests.conftest import (
     free_port,
     session_members,
     ssh_host,
+    stop_runs,
 )
 
 pytestmark = pytest.mark.ssh
@@ -62,7 +63,7 @@ def story(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]) -> I
         },
     )
     yield inv
-    fab("stop", "--host", "v5", "--inventory", str(inv), "--grace", "2")
+    stop_runs(inv)
 
 
 def start_and_wait(host: str, inventory: Path) -> subprocess.CompletedProcess[str]:

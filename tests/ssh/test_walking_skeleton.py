@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Sshd, fab, session_members, sim_deployment, ssh_host, wait_until
+from tests.conftest import (
+    Sshd,
+    fab,
+    session_members,
+    sim_deployment,
+    ssh_host,
+    stop_runs,
+    wait_until,
+)
 
 pytestmark = pytest.mark.ssh
 
@@ -40,7 +48,7 @@ def node_inventory(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Pa
         {"tiny": sim_deployment(tp=2, ready_timeout_s=60)},
     )
     yield inv
-    fab("stop", "--host", "node", "--inventory", str(inv), "--grace", "2")
+    stop_runs(inv)
 
 
 def test_deploy_ready_status_stop(node_inventory: Path, tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def test_flag_forms() -> None:
 def test_a_flag_with_a_deployment_key_is_refused() -> None:
     from firedup.errors import InventoryError
 
-    with pytest.raises(InventoryError, match="args.tp: set it with the deployment key 'tp'"):
+    with pytest.raises(InventoryError, match=re.escape("args.tp: set it with the deployment key")):
         _inventory({"tp": 8})
 
 
