@@ -20,7 +20,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,13 +29,11 @@ import yaml
 from firedup.errors import CommandResult
 from firedup.inventory import Inventory, parse_inventory
 from tests.conftest import (
-    SSHD,
     Sshd,
     sim_env,
     ssh_host,
     start_sshd,
     stop_process,
-    wait_until,
 )
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -205,24 +203,16 @@ def _accepts(port: int) -> bool:
 
 
 def start_quiet_sshd(root: Path) -> tuple[subprocess.Popen[bytes], Sshd]:
-    """The test sshd (tests/conftest.start_sshd), restarted with `SetEnv HOME=` pointing at an
-    empty home: Debian's bash sources ~/.bashrc for every ssh command, and this machine's
-    root .bashrc runs `pyenv init` (hundreds of ms of CPU), which would swamp every tool's
-    own cost on the node. A GPU node's skeleton .bashrc returns at once when not interactive.
-    """
-    proc, sshd = start_sshd(root)
-    stop_process(proc)
-    home = root / "home"
-    home.mkdir(exist_ok=True)
-    (home / ".bashrc").write_text("# the bench's quiet home: nothing to run per command\n")
-    config = root / "sshd_config"
-    config.write_text(config.read_text() + f"SetEnv HOME={home}\n")
-    argv = [SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")]
-    proc = subprocess.Popen(argv)
-    wait_until(lambda: proc.poll() is not None or _accepts(sshd.port), 10, "sshd to accept")
-    if proc.poll() is not None:
-        raise RuntimeError(f"sshd exited: {(root / 'sshd.log').read_text()}")
-    return proc, replace(sshd, pid=proc.pid)
+    """The test sshd (tests/conftest.start_sshd) with its quiet home: Debian's bash sources
+    ~/.bashrc for every ssh command, and this machine's root .bashrc runs `pyenv init`
+    (hundreds of ms of CPU), which would swamp every tool's own cost on the node. A GPU node's
+    skeleton .bashrc returns at once when not interactive."""
+    return start_sshd(root)
+
+
+def start_login_sshd(root: Path) -> tuple[subprocess.Popen[bytes], Sshd]:
+    """The same sshd keeping this machine's own login environment (its ~/.bashrc)."""
+    return start_sshd(root, quiet_home=False)
 
 
 class Rig:
@@ -235,7 +225,7 @@ class Rig:
     def __init__(self, root: Path, *, quiet_home: bool = True) -> None:
         self.root = root
         self.quiet_home = quiet_home
-        start = start_quiet_sshd if quiet_home else start_sshd
+        start = start_quiet_sshd if quiet_home else start_login_sshd
         self.proc, self.sshd = start(root / "sshd")
         self.log = SshdLog(root / "sshd" / "sshd.log")
         self.counter = 0

@@ -11,7 +11,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from firedup.errors import DeployError, PreflightError
+from firedup.errors import DeployError, PreflightError, TransientConnectError
 from firedup.history import (
     Action,
     Outcome,
@@ -27,10 +27,11 @@ from firedup.node import Node
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
-from firedup.readiness import NO_HOOKS, WaitHooks, WaitOptions, WaitStatus, wait_ready
+from firedup.readiness import WaitStatus
 from firedup.render import LaunchScript, check_bash_syntax, launch_env, render_launch
 from firedup.runs import RunMeta, current_run, new_run_id, start_run
 from firedup.secrets import resolve_secrets
+from firedup.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
 
 Progress = Callable[[str], None]
 
@@ -178,7 +179,18 @@ def apply_deploy(
         detail=plan.run_id,
         on_progress=on_progress,
     ) as lock:
-        run = _launch(node, plan, how, on_progress)
+        report = prepare(node, plan, how, on_progress)
+        # A drop during preflight or patching reconnected silently and ended our lock holder:
+        # take it back (or learn who took the node) before anything is started.
+        if lock.refresh():
+            on_progress("the node's lock was lost with the connection; taken again")
+        run = start_plan(
+            node,
+            plan,
+            restart=how.restart,
+            engine_version=report.engine_version,
+            on_progress=on_progress,
+        )
         on_started(run)
         seen: list[WaitStatus] = []
 
@@ -186,13 +198,24 @@ def apply_deploy(
             seen[:] = [status]
             hooks.on_status(status)
 
+        pending: list[bool] = []
+
         def reconnected(message: str) -> None:
             hooks.on_reconnect(message)
-            # The lock lives on the connection: take it back, or learn who took the node.
-            if lock.refresh():
-                on_progress("the node's lock was lost with the connection; taken again")
+            pending[:] = [True]  # the lock lives on the connection: re-take it once back
 
-        watched = replace(hooks, on_status=remember, on_reconnect=reconnected)
+        def guard() -> None:
+            hooks.guard()
+            if not pending:
+                return
+            try:
+                if lock.refresh():
+                    on_progress("the node's lock was lost with the connection; taken again")
+                pending.clear()
+            except TransientConnectError:
+                pass  # still away: the next look tries again
+
+        watched = replace(hooks, on_status=remember, on_reconnect=reconnected, guard=guard)
         try:
             status = wait_ready(node, run, options, watched)
         except (DeployError, KeyboardInterrupt) as exc:
@@ -221,18 +244,6 @@ def prepare(
         for line in patched.lines():
             on_progress(f"patch {line}")
     return report
-
-
-def _launch(node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress) -> RunMeta:
-    """preflight -> sync patches -> start, under the caller's lock."""
-    report = prepare(node, plan, how, on_progress)
-    return start_plan(
-        node,
-        plan,
-        restart=how.restart,
-        engine_version=report.engine_version,
-        on_progress=on_progress,
-    )
 
 
 def prune(node: Node, host: HostSpec, on_progress: Progress) -> None:

@@ -7,6 +7,7 @@ them; anything else passes through `args`, one quoted word per value.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from enum import StrEnum
@@ -15,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Port = Annotated[int, Field(ge=1, le=65535)]
+Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
 ArgValue = str | int | float | bool | list[str | int | float]
 
 # The env var SGLang reads to accept a context length above the draft's (engines.md §4).
@@ -31,8 +32,8 @@ class FrozenModel(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_enum_values=False)
 
 
-def _env_name(key: str) -> str:
-    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+def _env_name(key: object) -> str:
+    if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
         raise ValueError(f"{key!r} is not a valid environment variable name")
     return key
 
@@ -40,6 +41,7 @@ def _env_name(key: str) -> str:
 def env_map(value: Mapping[str, Any]) -> dict[str, str]:
     out: dict[str, str] = {}
     for key, raw in value.items():
+        key = _env_name(key)
         if isinstance(raw, bool):
             raise ValueError(f"{key}: write booleans as strings ('1', 'true'), got {raw!r}")
         if not isinstance(raw, str | int | float):
@@ -149,7 +151,7 @@ class Deployment(FrozenModel):
         for name, seconds in value.items():
             if name not in phases:
                 raise ValueError(f"{name!r} is not a phase; phases: {', '.join(phases)}")
-            if seconds <= 0:
+            if not math.isfinite(seconds) or seconds <= 0:
                 raise ValueError(f"{name}: a budget must be positive seconds, got {seconds}")
         return value
 
@@ -166,7 +168,7 @@ class Deployment(FrozenModel):
             value = {name: {"env": name} for name in value if isinstance(name, str)}
         if isinstance(value, Mapping):
             for key in value:
-                _env_name(str(key))
+                _env_name(key)
         return value
 
     @field_validator("args")

@@ -30,7 +30,7 @@ DEFAULT_INVENTORY = Path(__file__).resolve().parent.parent / "inventory" / "host
 INVENTORY_ENV = "FIREDUP_INVENTORY"
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
-Port = Annotated[int, Field(ge=1, le=65535)]
+Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
 __all__ = ["ArgValue", "Deployment", "Engine", "HostSpec", "Inventory", "KeyPolicy"]
 
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from firedup.errors import ConnectError, DeployError, LockedError
+from firedup.errors import CommandResult, ConnectError, DeployError, LockedError, RemoteCommandError
 from firedup.inventory import HostSpec
 from firedup.node import Node, run_script, script_argv
 from firedup.runs import operator
@@ -207,6 +207,7 @@ class HeldLock:
     holder_pid: int
     _stream: Iterator[bytes] = field(repr=False)
     lost: bool = False  # set on release when the holder had already died (connection dropped)
+    generation: int = 0  # the node's connection generation the holder was started on
 
     def is_held(self) -> bool:
         info = lock_status(self.node, self.host)
@@ -219,11 +220,19 @@ class HeldLock:
 
         Returns True when it had to be re-taken; raises LockedError if someone else has it now.
         """
-        if self.is_held():
-            return False
+        # Touch the node first: after a drop this is what reconnects, and only then does the
+        # generation tell whether the holder's connection is still the one in use.
+        self.node.run(["true"], timeout_s=15, what="reach the node")
+        if _generation(self.node) == self.generation:
+            return False  # same connection: the holder's channel is the one we started
+        # The holder's channel died with the old connection; the holder notices at its next
+        # heartbeat. Do not wait for that (nor believe its flock meanwhile): end it, take again.
         _close(self._stream)
-        again = _acquire(self.node, self.host, self.owner)
+        with suppress(DeployError):
+            _end_holder(self.node, self.host, self.holder_pid)
+        again = _acquire_retrying(self.node, self.host, self.owner, self.holder_pid)
         self.holder_pid, self._stream, self.lost = again.holder_pid, again._stream, True
+        self.generation = again.generation
         return True
 
     def release(self) -> None:
@@ -260,6 +269,24 @@ def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[s
     return fields
 
 
+def _generation(node: Node) -> int:
+    return int(getattr(node, "generation", 0))
+
+
+def _acquire_retrying(node: Node, host: HostSpec, owner: LockOwner, old_pid: int) -> HeldLock:
+    """Take the lock again while our own ended holder may still be on its way out."""
+    deadline = time.monotonic() + ACQUIRE_TIMEOUT_S
+    while True:
+        try:
+            return _acquire(node, host, owner)
+        except LockedError:
+            info = lock_status(node, host)
+            ours = info is not None and info.holder_pid == old_pid
+            if not ours or time.monotonic() > deadline:
+                raise
+            time.sleep(0.2)
+
+
 def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
     owner_json = json.dumps(asdict(owner), sort_keys=True)
     argv = script_argv("lock_hold", host.workdir, owner_json, str(BEAT_S))
@@ -271,7 +298,7 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
         raise
     pid = fields.get("locked pid", "")
     if pid.isdigit():
-        return HeldLock(node, host, owner, int(pid), stream)
+        return HeldLock(node, host, owner, int(pid), stream, generation=_generation(node))
     _close(stream)
     if fields.get("busy"):
         holder, acquired, current = parse_record(fields.get("record", ""))
@@ -281,7 +308,13 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
             hint="wait for it to finish; if that operation is dead, "
             f"`fab unlock --host {host.name}` or retry with --force-unlock",
         )
-    raise LockedError(f"{host.name}: could not take the lock: {fields.get('error', 'no answer')}")
+    if fields.get("error"):
+        # Not somebody else's lock: the node refused (full disk, read-only workdir).
+        raise RemoteCommandError(
+            CommandResult(("lock_hold",), 2, b"", fields["error"].encode(), host.name),
+            what=f"taking the lock on {host.name}",
+        )
+    raise LockedError(f"{host.name}: could not take the lock: no answer")
 
 
 @contextmanager

@@ -20,16 +20,9 @@ from firedup.errors import DeployError, ServerCrashedError, TransientConnectErro
 from firedup.history import outcome_of
 from firedup.lock import node_lock
 from firedup.node import Node
-from firedup.readiness import (
-    NO_HOOKS,
-    RunWatcher,
-    WaitHooks,
-    WaitOptions,
-    WaitStatus,
-    tail_argv,
-    wait_ready,
-)
+from firedup.readiness import RunWatcher, WaitStatus, tail_argv
 from firedup.runs import RunMeta
+from firedup.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
 
 
 @dataclass(frozen=True)
@@ -100,7 +93,7 @@ def apply_multinode(
         return lambda message: on_progress(rank.plan.host.name, message)
 
     with ExitStack() as locks:
-        for r in ranks:
+        held = [
             locks.enter_context(
                 node_lock(
                     r.node,
@@ -111,7 +104,11 @@ def apply_multinode(
                     on_progress=say(r),
                 )
             )
+            for r in ranks
+        ]
         versions = [prepare(r.node, r.plan, how, say(r)).engine_version for r in ranks]
+        for lock in held:
+            lock.refresh()  # a drop while preparing ended that node's holder: take it back
         runs = [
             start_plan(r.node, r.plan, restart=how.restart, engine_version=v, on_progress=say(r))
             for r, v in zip(ranks, versions, strict=True)

@@ -25,6 +25,12 @@ class Node(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def generation(self) -> int:
+        """Changes whenever the connection was (re)opened: whatever lived on the old one (a
+        lock holder's channel) is gone. Always 0 for a node that never reconnects."""
+        ...
+
     def run(
         self,
         argv: Sequence[str],

@@ -117,7 +117,8 @@ def probe_run(
     *,
     max_bytes: int = MAX_LOG_CHUNK,
     health_url: str = "",
+    timeout_s: float = 30.0,
 ) -> Probe:
     args = (rundir, str(port), str(offset), str(max_bytes), health_url)
-    result = run_script(node, "probe", *args, timeout_s=30, what="probe")
+    result = run_script(node, "probe", *args, timeout_s=timeout_s, what="probe")
     return parse_probe(result.stdout)

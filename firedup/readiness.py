@@ -14,18 +14,14 @@ injected so tests can drive the loop.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-
-from tenacity import Retrying, retry_if_exception_type, wait_exponential
+from dataclasses import dataclass
 
 from firedup.budgets import StallTracker, StallWarning, budgets_for
 from firedup.errors import (
     ForeignListenerError,
-    NotReadyError,
+    PreflightError,
     ServerCrashedError,
-    TransientConnectError,
 )
 from firedup.logscan import EventKind, LogScanner, Phase, Reason, ScanState, Verdict
 from firedup.node import Node
@@ -35,8 +31,8 @@ from firedup.runs import RunMeta
 TAIL_LINES = 15
 FAIL_GRACE_S = 3.0  # after a fatal line, how long to let the dying server finish its traceback
 STALL_AFTER_S = 60.0
-TAIL_SLEEP_S = "0.2"
-LOOK_LOG_BYTES = 64 * 1024  # how often `tail --pid` checks that the server is still alive
+TAIL_SLEEP_S = "0.2"  # how often `tail --pid` checks that the server is still alive
+LOOK_LOG_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -189,7 +185,7 @@ class RunWatcher:
         self.scanner.finish()
         return crash_error(self.run, self.scan, self.tail, probe)
 
-    def look(self) -> WaitStatus:
+    def look(self, timeout_s: float = 30.0) -> WaitStatus:
         """Probe process, socket and health; raise when the run is dead or has failed."""
         wants_health = self.saw_listening or self.scan.phase.order >= Phase.HTTP_UP.order
         # The probe also brings the log past our offset: unused while the server lives (the
@@ -201,9 +197,16 @@ class RunWatcher:
             self.offset,
             max_bytes=LOOK_LOG_BYTES,
             health_url=health_url(self.run) if wants_health else "",
+            timeout_s=timeout_s,
         )
         if not probe.alive or self.scan.verdict is Verdict.FAILED:
             raise self.fail(probe)
+        if not probe.ss_available:
+            raise PreflightError(
+                f"{self.run.host}: `ss` is not on the node, so firedup cannot tell whether our "
+                f"server listens on port {self.run.port}; the server is still running",
+                hint="install iproute2 on the node, then `fab wait` re-attaches",
+            )
         self.saw_listening = self.saw_listening or probe.listening_ours
         now = self.clock()
         grew, self.seen_offset = self.offset > self.seen_offset, self.offset
@@ -218,154 +221,3 @@ class RunWatcher:
             in_phase_s=now - self.stalls.phase_since,
             warning=warning,
         )
-
-
-@dataclass
-class Waiter:
-    """One wait: follow the stream, look on events and ticks, decide."""
-
-    watcher: RunWatcher
-    deadline: float
-    tick_s: float
-    on_status: Callable[[WaitStatus], None]
-    on_log: Callable[[bytes], None]
-    guard: Callable[[], None]
-
-    def _look(self) -> WaitStatus:
-        self.guard()
-        status = self.watcher.look()
-        self.on_status(status)
-        return status
-
-    def _check_deadline(self, status: WaitStatus) -> None:
-        if self.watcher.clock() < self.deadline:
-            return
-        run, scan = self.watcher.run, status.scan
-        missing = [n for n, ok in _signal_list(status.signals) if not ok]
-        raise NotReadyError(
-            f"{run.host}: not ready after {status.elapsed_s:.0f} s; stuck in phase "
-            f"{scan.phase.value}, log silent for {status.silent_s:.0f} s "
-            f"(missing: {', '.join(missing) or 'none'}); the server is still running",
-            hint=f"`fab wait --host {run.host}` re-attaches; "
-            f"`fab logs --host {run.host}` shows the log; `fab stop --host {run.host}` ends it",
-        )
-
-    def follow(self) -> WaitStatus:
-        """Stream until ready; raises on death, deadline, or a lost connection (retried)."""
-        status = self._look()
-        if status.ready:
-            return status
-        last_look = self.watcher.clock()
-        stream = self.watcher.node.stream(
-            tail_argv(self.watcher.run, self.watcher.offset), timeout_s=self.tick_s
-        )
-        for chunk in stream:
-            self.guard()
-            urgent = False
-            if chunk:
-                self.on_log(chunk)
-                urgent = self.watcher.feed(chunk)
-            now = self.watcher.clock()
-            failing = self.watcher.failing_since
-            if self.watcher.failed_for_sure or (
-                failing is not None and now - failing >= FAIL_GRACE_S
-            ):
-                raise self.watcher.fail()
-            if failing is None and (urgent or now - last_look >= self.tick_s):
-                status, last_look = self._look(), now
-                if status.ready:
-                    return status
-                self._check_deadline(status)
-        # The stream ended: `tail --pid` saw the server exit (or the file went away).
-        status = self._look()
-        if status.ready:
-            return status
-        self._check_deadline(status)
-        return status
-
-
-def _signal_list(signals: Signals) -> list[tuple[str, bool]]:
-    return [
-        ("process alive", signals.alive),
-        ("ready line", signals.log_ready),
-        ("port listening", signals.listening),
-        ("health 200", signals.health == 200),
-    ]
-
-
-@dataclass(frozen=True)
-class WaitOptions:
-    timeout_s: float
-    tick_s: float = 1.0
-    phase_budgets_s: Mapping[str, float] = field(default_factory=dict)
-    stall_after_s: float = STALL_AFTER_S
-
-
-def _ignore(_value: object) -> None:
-    return None
-
-
-@dataclass(frozen=True)
-class WaitHooks:
-    """How a wait reports: each status, each log chunk (for --follow), each reconnect."""
-
-    on_status: Callable[[WaitStatus], None] = _ignore
-    on_log: Callable[[bytes], None] = _ignore
-    on_reconnect: Callable[[str], None] = _ignore
-    # Called on every chunk and tick: raises to end the wait (another rank of a multi-node
-    # deployment died). Must be cheap: it runs often.
-    guard: Callable[[], None] = lambda: None
-
-
-NO_HOOKS = WaitHooks()
-
-
-def wait_ready(
-    node: Node,
-    run: RunMeta,
-    options: WaitOptions,
-    hooks: WaitHooks = NO_HOOKS,
-    *,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-) -> WaitStatus:
-    """Wait until every readiness signal agrees; raise when the run dies or the deadline passes."""
-    watcher = RunWatcher(node, run, clock, options.phase_budgets_s, options.stall_after_s)
-    waiter = Waiter(
-        watcher,
-        clock() + options.timeout_s,
-        options.tick_s,
-        hooks.on_status,
-        hooks.on_log,
-        hooks.guard,
-    )
-
-    def give_up(_state: object) -> bool:
-        return clock() >= waiter.deadline
-
-    def report(state: object) -> None:
-        outcome = getattr(state, "outcome", None)
-        error = outcome.exception() if outcome is not None else None
-        hooks.on_reconnect(f"{error}; reconnecting, resuming the log at byte {watcher.offset}")
-
-    retrying = Retrying(
-        retry=retry_if_exception_type(TransientConnectError),
-        wait=wait_exponential(multiplier=0.2, min=0.2, max=5),
-        stop=give_up,
-        sleep=sleep,
-        before_sleep=report,
-        reraise=True,
-    )
-    while True:
-        try:
-            status = retrying(waiter.follow)
-        except TransientConnectError as exc:
-            raise TransientConnectError(
-                f"{exc.message}; gave up reconnecting at the deadline",
-                hint=f"the server was left as it was; `fab wait --host {run.host}` re-attaches",
-            ) from None
-        if status.ready:
-            return status
-        # The follow ended with the server alive but not ready (its main pid is gone while
-        # other members of its session live on): look again after a tick, do not spin.
-        sleep(options.tick_s)

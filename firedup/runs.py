@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
-from firedup.errors import RemoteCommandError, StartError
+from firedup.errors import RemoteCommandError, StartError, TransientConnectError
 from firedup.inventory import Deployment, Engine, HostSpec
 from firedup.node import Node, run_script
 from firedup.probe import probe_run
@@ -119,14 +119,13 @@ def start_run(
     """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
     start it detached."""
     previous = current_run(node, host)
-    if previous is not None and is_alive(node, previous):
-        if not restart:
-            raise StartError(
-                f"{host.name}: run {previous.run_id} is still running (pid {previous.pid})",
-                hint="use --restart to stop it first, or `fab stop` it",
-            )
-        on_progress(f"stopping previous run {previous.run_id}")
-        stop_run(node, previous)
+    running = previous is not None and is_alive(node, previous)
+    if running and not restart:
+        assert previous is not None
+        raise StartError(
+            f"{host.name}: run {previous.run_id} is still running (pid {previous.pid})",
+            hint="use --restart to stop it first, or `fab stop` it",
+        )
     meta = RunMeta(
         run_id=run_id,
         host=host.name,
@@ -145,15 +144,41 @@ def start_run(
         node.put(text, posixpath.join(meta.rundir, SECRETS_FILE), mode=0o600)
     node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o755)
     node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))
-    out = run_script(node, "start", host.workdir, run_id, what="start").out
+    if running and previous is not None:
+        # Only now, with the new run's files in place: a failed upload leaves the old running.
+        on_progress(f"stopping previous run {previous.run_id}")
+        stop_run(node, previous)
+    pid = _start(node, host, run_id, on_progress)
+    meta = replace(meta, pid=pid)  # meta.json stays as written: the pid file is the truth
+    on_progress(f"started run {run_id}, pid {pid}")
+    return meta
+
+
+def _start(node: Node, host: HostSpec, run_id: str, on_progress: Callable[[str], None]) -> int:
+    """Run start.sh; if its answer is lost with the connection, ask the node for the pid."""
+    try:
+        out = run_script(node, "start", host.workdir, run_id, what="start").out
+    except TransientConnectError as exc:
+        pid_file = posixpath.join(host.workdir, "runs", run_id, "pid")
+        try:
+            found = node.run(["cat", "--", pid_file], check=False).out.strip()
+        except TransientConnectError:
+            found = ""
+        if not found.isdigit():
+            raise StartError(
+                f"{host.name}: the connection dropped while starting run {run_id} ({exc}); "
+                "the server may be running",
+                hint=f"`fab status --host {host.name}` shows it; `fab wait --host {host.name}` "
+                "follows it",
+            ) from None
+        on_progress(f"the start's answer was lost with the connection; the node says pid {found}")
+        return int(found)
     pid = next(
         (int(v) for k, _, v in (ln.partition("=") for ln in out.split()) if k == "pid"), None
     )
     if pid is None:
         raise StartError(f"{host.name}: the start script printed no pid: {out.strip()!r}")
-    meta = replace(meta, pid=pid)  # meta.json stays as written: the pid file is the truth
-    on_progress(f"started run {run_id}, pid {pid}")
-    return meta
+    return pid
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -42,11 +43,25 @@ KEEPALIVE_S = 30
 CHANNEL_TIMEOUT_S = 15.0
 
 
+def _no_space(exc: OSError, df: CommandResult) -> bool:
+    """SFTP says only "Failure" for ENOSPC: ask df whether the filesystem is full."""
+    if "No space" in str(exc):
+        return True
+    lines = df.out.strip().splitlines()
+    fields = lines[-1].split() if len(lines) > 1 else []
+    return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) < 64
+
+
 class _KeepaliveConnection(Connection):
     """A Connection that re-applies keepalive on every (re)open: a reconnect is a new transport."""
 
+    opens = 0  # how many transports this connection has had: a reconnect is a new one
+
     def open(self) -> Any:
+        if self.is_connected:
+            return None  # Fabric's own short-circuit: nothing new was opened
         result = super().open()
+        self.opens += 1
         transport = self.client.get_transport()
         if transport is not None:
             transport.set_keepalive(KEEPALIVE_S)
@@ -89,6 +104,11 @@ class SshNode:
     def name(self) -> str:
         return self.spec.name
 
+    @property
+    def generation(self) -> int:
+        """Changes on every (re)connect: what lived on the old transport (a lock holder) died."""
+        return int(self._conn.opens)
+
     def _apply_host_key_policy(self) -> None:
         known_hosts = self.spec.known_hosts
         client = self._conn.client
@@ -119,6 +139,9 @@ class SshNode:
                 hint="add it with ssh-keyscan after checking it, or set "
                 "'host_key_policy: accept-new' for this host in the inventory",
             )
+        dropped = "transport shut down or saw eof" in str(exc).lower()
+        if isinstance(exc, paramiko.AuthenticationException) and dropped:
+            return TransientConnectError(f"{where}: connection dropped during authentication")
         if isinstance(exc, paramiko.AuthenticationException):
             return ConnectError(
                 f"{where}: authentication failed as {self.spec.user or 'default user'}",
@@ -146,6 +169,10 @@ class SshNode:
         what: str = "",
     ) -> CommandResult:
         command = shlex.join(argv)
+        transport = self._conn.client.get_transport() if self._conn.is_connected else None
+        if transport is not None:
+            # Opening the channel counts too: a frozen peer must not outlast the caller's bound.
+            transport.channel_timeout = min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s))
         try:
             r = self._conn.run(
                 command,
@@ -172,6 +199,8 @@ class SshNode:
         return _check(result, check, what)
 
     def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+        if not self._conn.is_connected:
+            self._conn.close()  # drops Fabric's cached SFTP client of a dead transport
         parent = posixpath.dirname(path)
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.tmp-{secrets.token_hex(4)}")
         try:
@@ -189,7 +218,15 @@ class SshNode:
             self._conn.close()
             raise self._connect_error(exc) from exc
         except OSError as exc:
+            if not self._conn.is_connected:
+                self._conn.close()
+                raise ConnectionLostError(f"{self.name}: connection lost during upload") from exc
             self.run(["rm", "-f", "--", tmp], check=False)
+            if _no_space(exc, self.run(["df", "-Pk", "--", parent], check=False)):
+                raise RemoteCommandError(
+                    CommandResult(("sftp-put", path), 1, b"", b"no space left", self.name),
+                    what=f"upload of {path} (no space left on the node's {parent})",
+                ) from exc
             raise RemoteCommandError(
                 CommandResult(("sftp-put", path), 1, b"", str(exc).encode(), self.name),
                 what=f"upload of {path}",
@@ -231,7 +268,8 @@ class SshNode:
                     return
                 yield chunk
         finally:
-            channel.close()
+            with suppress(paramiko.SSHException, OSError, EOFError):
+                channel.close()  # the link may be gone already: nothing left to close
 
     def close(self) -> None:
         self._conn.close()
@@ -246,6 +284,10 @@ class LocalNode:
     @property
     def name(self) -> str:
         return self._name
+
+    @property
+    def generation(self) -> int:
+        return 0  # a local node never reconnects
 
     def run(
         self,

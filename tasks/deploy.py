@@ -18,9 +18,10 @@ from firedup.errors import DeployError, StartError, UsageError, WaitInterrupted
 from firedup.history import Action
 from firedup.inventory import Inventory
 from firedup.multinode import Rank, apply_multinode, wait_multinode
-from firedup.readiness import WaitHooks, WaitStatus, wait_ready
+from firedup.readiness import WaitStatus
 from firedup.report import table
 from firedup.runs import RunMeta, current_run, run_by_id
+from firedup.wait import WaitHooks, wait_ready
 from tasks.common import (
     INVENTORY_HELP,
     connect,

@@ -262,9 +262,18 @@ def _sshd_config(home: Path, ip: str, authorized_keys: Path) -> Path:
         *("PasswordAuthentication no", "KbdInteractiveAuthentication no", "UsePAM no"),
         *("StrictModes no", f"PidFile {home / 'sshd.pid'}", "MaxSessions 50"),
         *("MaxStartups 50:30:100", "Subsystem sftp internal-sftp", "LogLevel VERBOSE"),
+        # A quiet home, as tests/conftest.start_sshd gives: no rc-file work per command.
+        f"SetEnv HOME={quiet_home(home)}",
     ]
     config.write_text("\n".join(lines) + "\n")
     return config
+
+
+def quiet_home(root: Path) -> Path:
+    home = root / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    (home / ".bashrc").write_text("# a quiet home: nothing to run per command\n")
+    return home
 
 
 def _accepts_ssh(ip: str) -> bool:

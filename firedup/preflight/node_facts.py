@@ -57,7 +57,8 @@ def model_facts(path: str) -> dict[str, object]:
 
 
 def listeners(port: int) -> dict[str, object]:
-    out, err = run(["ss", "-Htlnp", f"sport = :{port}"])
+    ss = shutil.which("ss", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "ss"
+    out, err = run([ss, "-Htlnp", f"sport = :{port}"])
     if out is None:
         return {"ss": shutil.which("ss") is not None, "error": err, "listeners": []}
     found: list[dict[str, object]] = []
@@ -148,6 +149,10 @@ facts = {
     "processes": engine_processes(),
     "gpus": gpu_facts(),
     "disk": disk_facts(ARGS["workdir"]),
-    "tools": {tool: shutil.which(tool) for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")},
+    # The same search path as firedup's probe: the session's PATH plus the sbin directories.
+    "tools": {
+        tool: shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+        for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")
+    },
 }
 print(json.dumps(facts))

@@ -40,8 +40,13 @@ release() {
 }
 trap release TERM HUP INT
 trap '' PIPE
-printf '{"holder_pid": %d, "acquired_at": %s, "owner": %s}\n' "$$" "$(date +%s.%N)" "$owner" \
-  > "$record.tmp.$$" && mv -f -- "$record.tmp.$$" "$record" || exit 2
+if ! written=$( { printf '{"holder_pid": %d, "acquired_at": %s, "owner": %s}\n' "$$" \
+  "$(date +%s.%N)" "$owner" > "$record.tmp.$$" && mv -f -- "$record.tmp.$$" "$record"; } 2>&1); then
+  # Say why (a full disk, a read-only workdir) instead of vanishing without an answer.
+  rm -f -- "$record.tmp.$$"
+  printf 'error=cannot write %s: %s\n' "$record" "$(echo "$written" | tail -n 1)"
+  exit 2
+fi
 printf 'locked pid=%s\n' "$$"
 while printf '.' 2> /dev/null; do
   # In the background so a TERM is handled at once, not after the sleep; fd 9 stays with us.

@@ -1,13 +1,17 @@
 # One round trip of facts about a run.   usage: probe.sh RUNDIR PORT OFFSET MAXBYTES [HEALTH_URL]
 # Prints key=value lines; values that may hold arbitrary bytes are base64. Parsed by
 # firedup/probe.py (a pure parser, tested on recorded output).
+# A non-login ssh session's PATH can lack the sbin directories where ss lives (RHEL).
+PATH="$PATH:/usr/sbin:/sbin"
+export LC_ALL=C
 rundir=$1
 port=$2
 offset=$3
 max=$4
 health_url=${5:-}
 pid=$(cat "$rundir/pid" 2>/dev/null || true)
-printf 'now=%s\n' "$(date +%s.%N)"
+# $EPOCHREALTIME (bash 5) saves a fork per look (C locale: a dot as radix); older bash: date.
+printf 'now=%s\n' "${EPOCHREALTIME:-$(date +%s.%N)}"
 printf 'pid=%s\n' "$pid"
 if [ -n "$pid" ]; then
   # Members of the run's session that are not zombies: the server and every child it made.

@@ -37,6 +37,10 @@ class FaultNode:
     ops: list[str] = field(default_factory=list)
 
     @property
+    def generation(self) -> int:
+        return int(getattr(self.inner, "generation", 0))
+
+    @property
     def name(self) -> str:
         return str(self.inner.name)
 

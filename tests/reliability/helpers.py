@@ -13,7 +13,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,19 +22,18 @@ import yaml
 from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, wait_options
 from firedup.errors import DeployError
 from firedup.inventory import Deployment, HostSpec, Inventory, parse_inventory
-from firedup.readiness import NO_HOOKS, WaitHooks, WaitStatus
+from firedup.readiness import WaitStatus
 from firedup.transport import SshNode
+from firedup.wait import NO_HOOKS, WaitHooks
 from tests.conftest import (
     FAB,
     REPO,
     SIM_MODELS,
-    SSHD,
     Sshd,
     free_port,
     session_members,
     ssh_host,
     start_sshd,
-    stop_process,
     wait_until,
 )
 from tests.reliability import tally
@@ -53,23 +52,9 @@ def _accepts(port: int) -> bool:
 
 
 def start_private_sshd(root: Path, *extra: str, **env: str) -> tuple[subprocess.Popen[bytes], Sshd]:
-    """tests/conftest.start_sshd's sshd, restarted with a quiet home (this machine's root
-    ~/.bashrc runs `pyenv init`, ~0.2 s of CPU for every command sshd runs), `env` set in
-    every session (sshd keeps only the first SetEnv line: one line for all) and `extra`
-    sshd_config lines."""
-    proc, sshd = start_sshd(root)
-    stop_process(proc)
-    home = root / "home"
-    home.mkdir(exist_ok=True)
-    (home / ".bashrc").write_text("")
-    config = root / "sshd_config"
-    assignments = " ".join(f"{k}={v}" for k, v in {"HOME": str(home), **env}.items())
-    lines = [f"SetEnv {assignments}", *extra]
-    config.write_text(config.read_text() + "".join(f"{line}\n" for line in lines))
-    proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")])
-    wait_until(lambda: proc.poll() is not None or _accepts(sshd.port), 10, "sshd to accept")
-    assert proc.poll() is None, (root / "sshd.log").read_text()
-    return proc, replace(sshd, pid=proc.pid)
+    """tests/conftest.start_sshd's sshd (quiet home) with `env` set in every session and
+    `extra` sshd_config lines."""
+    return start_sshd(root, session_env=env, extra=extra)
 
 
 def _children(pid: int) -> list[int]:

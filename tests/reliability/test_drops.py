@@ -16,7 +16,8 @@ import pytest
 
 from firedup.errors import ConnectError, TransientConnectError
 from firedup.lock import LockState, lock_status
-from firedup.readiness import WaitHooks, WaitStatus
+from firedup.readiness import WaitStatus
+from firedup.wait import WaitHooks
 from tests.conftest import Sshd, stop_process, wait_until
 from tests.reliability import tally
 from tests.reliability.faultnode import FaultNode
@@ -97,12 +98,6 @@ def test_a_drop_at_a_random_moment(make_host: Callable[..., Host], seed: int) ->
     check_deploy(host, deploy, f"drop after {delay:.2f}s")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="when the link drops after start.sh ran but before its answer came back, the deploy "
-    "fails with a bare 'connection lost' while its new server runs on: the message should say "
-    "a server may have been started and how to see it (fab status/fab wait)",
-)
 def test_the_answer_of_start_lost(make_host: Callable[..., Host]) -> None:
     host = make_host()
     node = FaultNode(host.node(), host.sshd, lose_answer=lambda name: name == "start")
@@ -121,13 +116,6 @@ def pid_names(pid: int, host: Host) -> bool:
         return False
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="HeldLock.refresh (called on the wait's reconnect) asks lock_status whether the flock "
-    "is held by our holder pid; the holder of the dropped connection is still alive until its "
-    "next heartbeat fails (up to ~1 s), so refresh sees it 'held', takes nothing, and the lock "
-    "ends a moment later: the rest of the deploy runs unlocked",
-)
 def test_the_lock_is_taken_again_after_a_reconnect_in_the_wait(
     make_host: Callable[..., Host],
 ) -> None:
@@ -168,12 +156,6 @@ def lock_held_after_old_holders_end(host: Host, old: list[int]) -> LockState | N
     return info.state if info else None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a drop before the wait (preflight, patches, uploads, start) is healed silently by "
-    "Fabric's reconnect in run(), but the lock holder died with the old connection and only "
-    "the wait's reconnect hook calls HeldLock.refresh: the server is started unlocked",
-)
 def test_the_lock_is_held_at_the_start_after_an_earlier_drop(
     make_host: Callable[..., Host],
 ) -> None:
@@ -196,12 +178,6 @@ def test_the_lock_is_held_at_the_start_after_an_earlier_drop(
     assert at_start == [LockState.HELD], "the server was started without the node's lock"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SshNode.put keeps Fabric's cached SFTP client after the link dropped: the upload "
-    "fails with 'Socket is closed' as a RemoteCommandError (exit 4, 'upload failed') instead of "
-    "reconnecting as run() does, or at least reporting a lost connection (exit 3)",
-)
 def test_a_drop_before_an_upload_reconnects_or_says_so(make_host: Callable[..., Host]) -> None:
     host = make_host()
 
@@ -227,12 +203,6 @@ def sshd_dropping_at_auth(tmp_path: Path) -> Iterator[Sshd]:
         stop_process(proc)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a link that drops during authentication is reported as 'authentication failed' "
-    "with a hint to check user and identity_file, and as a permanent ConnectError, so a wait "
-    "that reconnects at that moment gives up instead of retrying",
-)
 def test_a_drop_during_authentication_is_called_a_drop(
     sshd_dropping_at_auth: Sshd, tmp_path: Path
 ) -> None:

@@ -198,11 +198,6 @@ def test_malformed_inventories_through_fab(tmp_path: Path, case: str) -> None:
     assert str(path) in result.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inventory._env_name runs re.fullmatch on the key without checking it is a string: "
-    "`env: {8000: x}` (a YAML int key) raises TypeError, a traceback instead of exit 2",
-)
 def test_env_with_a_number_as_key(tmp_path: Path) -> None:
     data = copy.deepcopy(BASE)
     data["hosts"]["h"]["env"] = {8000: "x"}

@@ -76,13 +76,6 @@ def test_a_full_disk_leaves_everything_as_it_was(
     assert not leftover_problems(host)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a full disk is not named: before a deploy the lock record cannot be written and "
-    "the deploy says 'could not take the lock: no answer' (exit 11, 'locked'); an upload that "
-    "hits it says 'upload ... failed (exit 1): Failure' (SFTP's generic status), and by then "
-    "--restart has stopped the old server without the error saying so",
-)
 def test_a_full_disk_is_named(small_disk: Path, make_host: Callable[..., Host]) -> None:
     host = make_host(workdir=small_disk / "node")
     assert host.deploy().ready
@@ -141,12 +134,6 @@ def sshd_without_ss(tmp_path: Path) -> Iterator[Sshd]:
         stop_process(proc)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="preflight looks for ss with the host's env PATH, probe.sh with the ssh session's; "
-    "when only the session lacks it, the wait never sees the port (ss=missing is parsed as "
-    "'no listener') and runs to its deadline without naming ss",
-)
 def test_ss_missing_from_the_ssh_sessions_path(sshd_without_ss: Sshd, tmp_path: Path) -> None:
     host = Host.create(sshd_without_ss, tmp_path / "h", None, {})
     try:

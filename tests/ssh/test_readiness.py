@@ -19,9 +19,10 @@ from firedup.deploy import plan_deploy, start_plan
 from firedup.errors import ForeignListenerError, NotReadyError, ServerCrashedError
 from firedup.inventory import Inventory, parse_inventory
 from firedup.logscan import Phase, Reason
-from firedup.readiness import WaitHooks, WaitOptions, WaitStatus, wait_ready
+from firedup.readiness import WaitStatus
 from firedup.runs import RunMeta, stop_run
 from firedup.transport import SshNode
+from firedup.wait import WaitHooks, WaitOptions, wait_ready
 from tests.conftest import (
     FAB,
     REPO,

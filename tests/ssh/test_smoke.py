@@ -13,10 +13,10 @@ from invoke.exceptions import Exit
 
 from firedup.deploy import plan_deploy, start_plan
 from firedup.inventory import Engine, parse_inventory
-from firedup.readiness import WaitOptions, wait_ready
 from firedup.runs import RunMeta, stop_run
 from firedup.smoke import smoke
 from firedup.transport import SshNode
+from firedup.wait import WaitOptions, wait_ready
 from tasks.smoke import smoke_test
 from tests.conftest import Sshd, sim_deployment, ssh_host
 
