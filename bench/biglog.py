@@ -23,9 +23,9 @@ from bench.rig import CountingNode, Rig, WireMeter, node_cpu_s, read_event
 from bench.tools import BENCH, Ansible, start_loop
 from firedup.deploy import plan_deploy, start_plan
 from firedup.inventory import HostSpec
-from firedup.readiness import WaitOptions, wait_ready
 from firedup.runs import RunMeta, stop_run
 from firedup.transport import SshNode
+from firedup.wait import WaitOptions, wait_ready
 
 NOISY_PYTHON = str(BENCH / "nodeside" / "noisy-python")
 SPEED = "0.25"

@@ -21,9 +21,9 @@ from bench.tools import Ansible, start_loop
 from firedup.deploy import plan_deploy, start_plan
 from firedup.errors import DeployError
 from firedup.inventory import Deployment, HostSpec
-from firedup.readiness import WaitOptions, wait_ready
 from firedup.runs import RunMeta, stop_run
 from firedup.transport import SshNode
+from firedup.wait import WaitOptions, wait_ready
 from tests.conftest import SIM_MODELS, free_port
 
 READY_SPEED = "0.5"  # tiny-llama reaches "fired up" about 3.5 s after launch

@@ -23,9 +23,10 @@ from bench.tools import Ansible, start_loop
 from firedup.deploy import plan_deploy, start_plan
 from firedup.errors import DeployError
 from firedup.probe import probe_run
-from firedup.readiness import WaitOptions, health_url, wait_ready
+from firedup.readiness import health_url
 from firedup.runs import RunMeta, stop_run
 from firedup.transport import SshNode
+from firedup.wait import WaitOptions, wait_ready
 from tests.conftest import wait_until
 
 WINDOW_S = 12
