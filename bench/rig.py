@@ -194,14 +194,6 @@ def read_event(path: Path, name: str, pid: int | None, timeout_s: float = 5.0) -
         time.sleep(0.05)
 
 
-def _accepts(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            return s.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
-
-
 def start_quiet_sshd(root: Path) -> tuple[subprocess.Popen[bytes], Sshd]:
     """The test sshd (tests/conftest.start_sshd) with its quiet home: Debian's bash sources
     ~/.bashrc for every ssh command, and this machine's root .bashrc runs `pyenv init`

@@ -27,7 +27,7 @@ from firedup.readiness import (
 )
 from firedup.runs import RunMeta
 
-LOADING_LOOK_S = 5.0  # between looks while loading; phase changes still look at once
+LOADING_LOOK_S = 10.0  # between looks while loading; phase changes still look at once
 
 
 @dataclass

@@ -82,9 +82,10 @@ class Sshd:
         ]
 
 
-def _accepts_ssh(port: int) -> bool:
+def accepts_ssh(port: int, host: str = "127.0.0.1") -> bool:
+    """Something on host:port answers with an SSH banner (an sshd that is up)."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+        with socket.create_connection((host, port), timeout=1) as s:
             return s.recv(4).startswith(b"SSH-")
     except OSError:
         return False
@@ -133,7 +134,7 @@ def start_sshd(
     Path("/run/sshd").mkdir(parents=True, exist_ok=True)
     proc = subprocess.Popen([SSHD, "-D", "-f", str(config), "-E", str(root / "sshd.log")])
     try:
-        wait_until(lambda: proc.poll() is not None or _accepts_ssh(port), 10, "sshd to accept")
+        wait_until(lambda: proc.poll() is not None or accepts_ssh(port), 10, "sshd to accept")
         if proc.poll() is not None:
             raise RuntimeError(f"sshd exited: {(root / 'sshd.log').read_text()}")
     except BaseException:
@@ -312,3 +313,44 @@ def stop_runs(inventory: Path, selector: str | None = None) -> None:
             pass
         finally:
             node.close()
+
+
+# The story's deployment on the simulated node (v3 as launched; v4 and v5 add to it).
+STORY_DEPLOYMENT: dict[str, Any] = {
+    "engine": "sglang",
+    "model": str(SIM_MODELS / "kimi-k25"),
+    "tp": 8,
+    "trust_remote_code": True,
+    "context_length": 262144,
+    "speculative": {
+        "algorithm": "EAGLE3",
+        "draft_model": str(SIM_MODELS / "kimi-k25-eagle3"),
+        "num_steps": 3,
+        "eagle_topk": 1,
+        "num_draft_tokens": 4,
+    },
+}
+
+
+def story_deployments(port: int) -> dict[str, dict[str, Any]]:
+    """The story's three launches: v3 as it crashed, v4 with the override, v5 with the patch."""
+    base = {**STORY_DEPLOYMENT, "port": port}
+    return {
+        "v3": base,
+        "v4": {**base, "draft_context": "extend"},
+        "v5": {**base, "draft_context": "extend", "patches": ["kimi-k25-eagle3-hooks"]},
+    }
+
+
+def story_hosts(sshd: Sshd, root: Path, deployments: list[str]) -> dict[str, dict[str, Any]]:
+    """Hosts on one node (one workdir) whose engines are a node-local copy of sim/python under
+    `root / "site"`, so that patches edit the copy, never the checkout."""
+    site = root / "site"
+    if not site.exists():
+        shutil.copytree(REPO / "sim" / "python", site, ignore=shutil.ignore_patterns("__pycache__"))
+    hosts = {}
+    for name in deployments:
+        entry = ssh_host(sshd, root / "node", name)
+        entry["env"] = {**entry["env"], "PYTHONPATH": str(site)}
+        hosts[name] = entry
+    return hosts

@@ -24,13 +24,12 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from tests.conftest import SSHD, Sshd, stop_process, wait_until
+from tests.conftest import SSHD, Sshd, accepts_ssh, stop_process, wait_until
 
 IP = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "ip"
 STATE_DIR = Path("/run/firedup-netns")
@@ -276,14 +275,6 @@ def quiet_home(root: Path) -> Path:
     return home
 
 
-def _accepts_ssh(ip: str) -> bool:
-    try:
-        with socket.create_connection((ip, 22), timeout=1) as s:
-            return s.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
-
-
 class NetnsNetwork:
     """`count` SSH hosts on one bridge; `start()` brings them up, `close()` removes everything.
 
@@ -389,7 +380,7 @@ class NetnsNetwork:
                     log_file = self._home(i) / "sshd.log"
                     log = log_file.read_text(errors="replace") if log_file.exists() else ""
                     raise RuntimeError(f"sshd in {plan.netns[i]} exited {rc}: {log}")
-                if _accepts_ssh(plan.ip(i)):
+                if accepts_ssh(22, plan.ip(i)):
                     waiting.discard(i)
             return not waiting
 

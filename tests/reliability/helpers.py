@@ -41,16 +41,6 @@ from tests.reliability import tally
 FAST = "20"  # FIREDUP_SIM_SPEED: a tiny-llama startup is process start-up and little else
 
 
-def _accepts(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
-            return s.recv(4).startswith(b"SSH-")
-    except OSError:
-        return False
-
-
 def start_private_sshd(root: Path, *extra: str, **env: str) -> tuple[subprocess.Popen[bytes], Sshd]:
     """tests/conftest.start_sshd's sshd (quiet home) with `env` set in every session and
     `extra` sshd_config lines."""

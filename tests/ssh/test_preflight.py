@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import stat
 import urllib.request
 import uuid
@@ -15,24 +14,18 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import REPO, SIM_MODELS, Sshd, fab, free_port, ssh_host, stop_runs
+from tests.conftest import (
+    SIM_MODELS,
+    Sshd,
+    fab,
+    free_port,
+    ssh_host,
+    stop_runs,
+    story_deployments,
+    story_hosts,
+)
 
 pytestmark = pytest.mark.ssh
-
-STORY: dict[str, Any] = {
-    "engine": "sglang",
-    "model": str(SIM_MODELS / "kimi-k25"),
-    "tp": 8,
-    "trust_remote_code": True,
-    "context_length": 262144,
-    "speculative": {
-        "algorithm": "EAGLE3",
-        "draft_model": str(SIM_MODELS / "kimi-k25-eagle3"),
-        "num_steps": 3,
-        "eagle_topk": 1,
-        "num_draft_tokens": 4,
-    },
-}
 
 
 class Story:
@@ -48,24 +41,12 @@ class Story:
 
 @pytest.fixture
 def story(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]) -> Iterator[Story]:
-    site = tmp_path / "site"
-    shutil.copytree(REPO / "sim" / "python", site, ignore=shutil.ignore_patterns("__pycache__"))
-    workdir = tmp_path / "node"
     port = free_port()
-
-    def host(deployment: str) -> dict[str, Any]:
-        entry = ssh_host(sshd, workdir, deployment)
-        entry["env"] = {**entry["env"], "PYTHONPATH": str(site)}
-        return entry
-
-    base = {**STORY, "port": port}
-    deployments = {
-        "v3": base,
-        "v4": {**base, "draft_context": "extend"},
-        "v5": {**base, "draft_context": "extend", "patches": ["kimi-k25-eagle3-hooks"]},
+    deployments: dict[str, Any] = {
+        **story_deployments(port),
         "tiny": {"engine": "sglang", "model": str(SIM_MODELS / "tiny-llama"), "port": port},
     }
-    inv = write_inventory({name: host(name) for name in deployments}, deployments)
+    inv = write_inventory(story_hosts(sshd, tmp_path, list(deployments)), deployments)
     story = Story(tmp_path, inv)
     yield story
     stop_runs(inv)

@@ -3,65 +3,31 @@ v5 (the override and the patch) comes up. And the literal demo host, as the READ
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.conftest import (
     REPO,
-    SIM_MODELS,
     Sshd,
     fab,
     free_port,
     session_members,
-    ssh_host,
     stop_runs,
+    story_deployments,
+    story_hosts,
 )
 
 pytestmark = pytest.mark.ssh
-
-STORY = {
-    "engine": "sglang",
-    "model": str(SIM_MODELS / "kimi-k25"),
-    "tp": 8,
-    "trust_remote_code": True,
-    "context_length": 262144,
-    "speculative": {
-        "algorithm": "EAGLE3",
-        "draft_model": str(SIM_MODELS / "kimi-k25-eagle3"),
-        "num_steps": 3,
-        "eagle_topk": 1,
-        "num_draft_tokens": 4,
-    },
-}
 
 
 @pytest.fixture
 def story(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]) -> Iterator[Path]:
     """Three hosts on one node (same workdir and port), one per launch of the story."""
-    site = tmp_path / "site"
-    shutil.copytree(REPO / "sim" / "python", site, ignore=shutil.ignore_patterns("__pycache__"))
-    workdir = tmp_path / "node"
-    port = free_port()
-
-    def host(deployment: str) -> dict[str, Any]:
-        entry = ssh_host(sshd, workdir, deployment)
-        entry["env"] = {**entry["env"], "PYTHONPATH": str(site)}
-        return entry
-
-    base = {**STORY, "port": port}
-    inv = write_inventory(
-        {"v3": host("v3"), "v4": host("v4"), "v5": host("v5")},
-        {
-            "v3": base,
-            "v4": {**base, "draft_context": "extend"},
-            "v5": {**base, "draft_context": "extend", "patches": ["kimi-k25-eagle3-hooks"]},
-        },
-    )
+    deployments = story_deployments(free_port())
+    inv = write_inventory(story_hosts(sshd, tmp_path, list(deployments)), deployments)
     yield inv
     stop_runs(inv)
 
