@@ -32,7 +32,8 @@ def progress_text(status: WaitStatus) -> str:
     scan = status.scan
     bar = ""
     if scan.progress is not None:
-        bar = f" {scan.progress.label} {scan.progress.done}/{scan.progress.total}"
+        label = f" {scan.progress.label}" if scan.progress.label else ""
+        bar = f"{label} {scan.progress.done}/{scan.progress.total}"
     return (
         f"{status.phase.value}{bar} ({_duration(status.in_phase_s)} in phase, "
         f"{_duration(status.elapsed_s)} total, log quiet {_duration(status.silent_s)}) "
