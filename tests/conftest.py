@@ -8,6 +8,7 @@ We own its pid (`-D` keeps it in the foreground) and end only that process.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import shutil
 import signal
@@ -15,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from tests.reliability import tally
 
 REPO = Path(__file__).resolve().parent.parent
 SIM_PYTHONPATH = str(REPO / "sim" / "python")
@@ -354,3 +358,33 @@ def story_hosts(sshd: Sshd, root: Path, deployments: list[str]) -> dict[str, dic
         entry["env"] = {**entry["env"], "PYTHONPATH": str(site)}
         hosts[name] = entry
     return hosts
+
+
+# The reliability suite's counts (tests/reliability/tally.py), printed at the end of any run
+# that included it. Here rather than in tests/reliability/conftest.py: under pytest-xdist the
+# controller collects nothing, so only this conftest is loaded where the summary is written.
+def _tally_root(config: Any) -> Path:
+    """The run's shared temp root: a worker's basetemp is popen-gwN inside the controller's."""
+    base = Path(config._tmp_path_factory.getbasetemp())
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+def pytest_sessionfinish(session: Any) -> None:
+    """Under pytest-xdist each worker counts its own tests: hand the counts to the controller."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and tally.COUNTS:
+        path = _tally_root(session.config) / f"reliability-tally-{worker}.json"
+        path.write_text(json.dumps(dict(tally.COUNTS)))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    counts = Counter(tally.COUNTS)
+    for path in _tally_root(terminalreporter.config).glob("reliability-tally-*.json"):
+        counts.update(json.loads(path.read_text()))
+    if not counts:
+        return
+    terminalreporter.section("reliability: faults injected and bad inputs tried")
+    for key in ("faults injected", "bad inputs tried"):
+        terminalreporter.write_line(f"{key}: {counts[key]}")
+    for key in sorted(k for k in counts if ":" in k):
+        terminalreporter.write_line(f"  {key}: {counts[key]}")

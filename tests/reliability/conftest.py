@@ -4,9 +4,6 @@ it, and the session summary of what was injected (for the closing note)."""
 from __future__ import annotations
 
 import itertools
-import json
-import os
-from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +12,6 @@ import pytest
 
 from tests.conftest import Sshd, stop_process
 from tests.reliability.helpers import Host, start_private_sshd
-from tests.reliability.tally import COUNTS
 
 
 @pytest.fixture(scope="session")
@@ -64,30 +60,3 @@ def make_host(rsshd: Sshd, tmp_path: Path) -> Iterator[Callable[..., Host]]:
     yield make
     for host in hosts:
         host.cleanup()
-
-
-def _tally_root(config: Any) -> Path:
-    """The run's shared temp root: a worker's basetemp is popen-gwN inside the controller's."""
-    base = Path(config._tmp_path_factory.getbasetemp())
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-
-
-def pytest_sessionfinish(session: Any) -> None:
-    """Under pytest-xdist each worker counts its own tests: hand the counts to the controller."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    if worker and COUNTS:
-        path = _tally_root(session.config) / f"reliability-tally-{worker}.json"
-        path.write_text(json.dumps(dict(COUNTS)))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    counts = Counter(COUNTS)
-    for path in _tally_root(terminalreporter.config).glob("reliability-tally-*.json"):
-        counts.update(json.loads(path.read_text()))
-    if not counts:
-        return
-    terminalreporter.section("reliability: faults injected and bad inputs tried")
-    for key in ("faults injected", "bad inputs tried"):
-        terminalreporter.write_line(f"{key}: {counts[key]}")
-    for key in sorted(k for k in counts if ":" in k):
-        terminalreporter.write_line(f"  {key}: {counts[key]}")
