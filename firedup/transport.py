@@ -1,4 +1,4 @@
-"""Node implementations: SSH through one persistent Fabric connection, and local.
+"""The SSH node: one persistent Fabric connection per host (the local node is firedup.local).
 
 This is the only module that imports fabric or paramiko. Connection-level failures become
 `ConnectError` (or `ConnectionLostError` when an open connection dropped mid-command), so the
@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import posixpath
 import secrets
-import select
 import shlex
 import socket
-import subprocess
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
-from pathlib import Path
 from typing import Any
 
 import paramiko
@@ -35,6 +30,8 @@ from firedup.errors import (
     TransientConnectError,
 )
 from firedup.inventory import HostSpec, KeyPolicy
+from firedup.local import LocalNode
+from firedup.node import require_ok
 
 # Paramiko logs its own tracebacks for refused connections; we report them ourselves.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
@@ -66,12 +63,6 @@ class _KeepaliveConnection(Connection):
         if transport is not None:
             transport.set_keepalive(KEEPALIVE_S)
         return result
-
-
-def _check(result: CommandResult, check: bool, what: str) -> CommandResult:
-    if check and not result.ok:
-        raise RemoteCommandError(result, what)
-    return result
 
 
 class SshNode:
@@ -196,7 +187,7 @@ class SshNode:
             stderr=r.stderr.encode("latin-1"),
             host=self.name,
         )
-        return _check(result, check, what)
+        return require_ok(result, what) if check else result
 
     def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
         if not self._conn.is_connected:
@@ -273,86 +264,6 @@ class SshNode:
 
     def close(self) -> None:
         self._conn.close()
-
-
-class LocalNode:
-    """This machine as a node: for the demo, and for running firedup on the GPU node itself."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    @property
-    def generation(self) -> int:
-        return 0  # a local node never reconnects
-
-    def run(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout_s: float = 60.0,
-        check: bool = True,
-        what: str = "",
-    ) -> CommandResult:
-        try:
-            proc = subprocess.run(
-                list(argv), capture_output=True, stdin=subprocess.DEVNULL, timeout=timeout_s
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise CommandTimeoutError(
-                f"{self.name}: {argv[0]} timed out after {timeout_s} s"
-            ) from exc
-        except FileNotFoundError as exc:
-            proc = subprocess.CompletedProcess(list(argv), 127, b"", str(exc).encode())
-        result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, self.name)
-        return _check(result, check, what)
-
-    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.chmod(tmp, mode)
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-    def get(self, path: str) -> bytes:
-        try:
-            return Path(path).read_bytes()
-        except OSError as exc:
-            result = CommandResult(("read", path), 1, b"", str(exc).encode(), self.name)
-            raise RemoteCommandError(result, f"read {path}") from exc
-
-    def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
-        proc = subprocess.Popen(
-            list(argv), stdout=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True
-        )
-        assert proc.stdout is not None
-        try:
-            while True:
-                ready, _, _ = select.select([proc.stdout], [], [], timeout_s)
-                if not ready:
-                    yield b""
-                    continue
-                chunk = os.read(proc.stdout.fileno(), 65536)
-                if not chunk:
-                    return
-                yield chunk
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-            proc.wait()
-            proc.stdout.close()
-
-    def close(self) -> None:
-        pass
 
 
 def open_node(spec: HostSpec, *, config: Config | None = None) -> SshNode | LocalNode:
