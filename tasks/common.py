@@ -52,6 +52,16 @@ def connect(c: Context, inventory: Inventory, name: str) -> Node:
 
 
 @contextmanager
+def connected(c: Context, inventory: Inventory, name: str) -> Iterator[Node]:
+    """The host's node for the block, closed after it whatever happens."""
+    node = connect(c, inventory, name)
+    try:
+        yield node
+    finally:
+        node.close()
+
+
+@contextmanager
 def reporting() -> Iterator[None]:
     """Turn expected failures into one message on stderr and the error's exit code."""
     try:

@@ -21,10 +21,11 @@ from firedup.multinode import Rank, apply_multinode, wait_multinode
 from firedup.readiness import WaitStatus
 from firedup.report import table
 from firedup.runs import RunMeta, current_run, run_by_id
-from firedup.wait import WaitHooks, wait_ready
+from firedup.wait import WaitHooks
 from tasks.common import (
     INVENTORY_HELP,
     connect,
+    connected,
     get_inventory,
     per_host,
     reporting,
@@ -270,11 +271,8 @@ def start(
         inv = get_inventory(c, inventory)
         for spec in inv.select(require_host("start", host)):
             plan = plan_deploy(spec, inv.deployment_for(spec), placement=inv.placement(spec))
-            node = connect(c, inv, spec.name)
-            try:
+            with connected(c, inv, spec.name) as node:
                 run = start_recorded(node, plan, restart=restart)
-            finally:
-                node.close()
             say(f"{spec.name}: started run {run.run_id}, pid {run.pid}; log {run.log_path}")
 
 
@@ -298,9 +296,8 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                     )
                 started[spec.name] = meta
                 runs.append(meta)
-            if len(ranks) > 1:
-                return wait_multinode(ranks, runs, options, _hooks(view))
-            return wait_ready(ranks[0].node, runs[0], options, _hooks(view))
+            # One rank or several: with one, there is no other rank to watch.
+            return wait_multinode(ranks, runs, options, _hooks(view))
         finally:
             _close(ranks)
 

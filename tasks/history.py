@@ -12,7 +12,7 @@ from firedup.report import table
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
-    connect,
+    connected,
     get_inventory,
     reporting,
     require_host,
@@ -59,11 +59,8 @@ def history(
     with reporting():
         name = require_host("history", host)
         inv = get_inventory(c, inventory)
-        node = connect(c, inv, name)
-        try:
+        with connected(c, inv, name) as node:
             records = read_history(node, inv.host(name), int(lines))
-        finally:
-            node.close()
         if json_:
             say(json.dumps([r.to_json() for r in records], indent=2))
         elif not records:

@@ -9,7 +9,7 @@ from firedup.lock import force_unlock
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
-    connect,
+    connected,
     get_inventory,
     reporting,
     require_host,
@@ -23,11 +23,8 @@ def unlock(c: Context, host: str | None = None, inventory: str | None = None) ->
     with reporting():
         name = require_host("unlock", host)
         inv = get_inventory(c, inventory)
-        node = connect(c, inv, name)
-        try:
+        with connected(c, inv, name) as node:
             report = force_unlock(node, inv.host(name))
-        finally:
-            node.close()
         if report.previous is None:
             say(f"{name}: not locked")
             return

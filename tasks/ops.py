@@ -18,7 +18,7 @@ from firedup.status_json import status_json
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
-    connect,
+    connected,
     get_inventory,
     per_host,
     progress,
@@ -89,11 +89,8 @@ def status(
 
         def one(name: str) -> HostStatus:
             spec = inv.host(name)
-            node = connect(c, inv, name)
-            try:
+            with connected(c, inv, name) as node:
                 return host_status(node, spec, inv.deployment_for(spec))
-            finally:
-                node.close()
 
         results = per_host(names, one)
         if json:
@@ -130,8 +127,7 @@ def stop(
 
         def one(name: str) -> StopOutcome:
             spec = inv.host(name)
-            node = connect(c, inv, name)
-            try:
+            with connected(c, inv, name) as node:
                 return stop_host(
                     node,
                     spec,
@@ -140,8 +136,6 @@ def stop(
                     force_unlock=force_unlock,
                     on_progress=progress(name),
                 )
-            finally:
-                node.close()
 
         results = per_host(names, one)
         errors = [r for r in results.values() if isinstance(r, DeployError)]
@@ -178,8 +172,7 @@ def logs(
         name = require_host("logs", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
-        node = connect(c, inv, name)
-        try:
+        with connected(c, inv, name) as node:
             meta = run_by_id(node, spec, run) if run else current_run(node, spec)
             if meta is None:
                 say(f"{name}: nothing was started here")
@@ -192,8 +185,6 @@ def logs(
                     _write(chunk)
             except KeyboardInterrupt:
                 return
-        finally:
-            node.close()
 
 
 def _write(data: bytes) -> None:

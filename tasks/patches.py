@@ -11,7 +11,7 @@ from firedup.patching.locked import sync_patches_recorded
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
-    connect,
+    connected,
     get_inventory,
     progress,
     reporting,
@@ -46,8 +46,7 @@ def sync_patches(
         mode = Mode.CHECK if check else Mode.REVERT if revert else Mode.APPLY
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
-        node = connect(c, inv, name)
-        try:
+        with connected(c, inv, name) as node:
             report = sync_patches_recorded(
                 node,
                 spec,
@@ -56,8 +55,6 @@ def sync_patches(
                 force_unlock=force_unlock,
                 on_progress=progress(name),
             )
-        finally:
-            node.close()
         for line in report.lines():
             say(f"{name}: {line}")
         if report.conflicts:

@@ -13,7 +13,7 @@ from firedup.runs import current_run
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
-    connect,
+    connected,
     get_inventory,
     reporting,
     require_host,
@@ -32,8 +32,7 @@ def preflight(
         name = require_host("preflight", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
-        node = connect(c, inv, name)
-        try:
+        with connected(c, inv, name) as node:
             report = run_preflight(
                 node,
                 spec,
@@ -41,8 +40,6 @@ def preflight(
                 current=current_run(node, spec),
                 restart=restart,
             )
-        finally:
-            node.close()
         say(report.text())
         if not report.ok:
             raise PreflightError(f"{name}: {len(report.failures)} preflight check(s) failed")
@@ -54,11 +51,8 @@ def show_plan(c: Context, host: str | None, inventory: str | None, restart: bool
     inv = get_inventory(c, inventory)
     spec = inv.host(name)
     plan = plan_deploy(spec, inv.deployment_for(spec), placement=inv.placement(spec))
-    node = connect(c, inv, name)
-    try:
+    with connected(c, inv, name) as node:
         report = make_plan(node, plan, restart=restart)
-    finally:
-        node.close()
     say(plan_text(report))
     if not report.preflight.ok:
         raise PreflightError(f"{name}: a deploy would stop at preflight")

@@ -11,7 +11,7 @@ from invoke.context import Context
 from firedup.errors import DeployError, NotReadyError
 from firedup.runs import current_run
 from firedup.smoke import DEFAULT_PROMPT, SmokeResult, smoke
-from tasks.common import INVENTORY_HELP, connect, get_inventory, per_host, reporting, say
+from tasks.common import INVENTORY_HELP, connected, get_inventory, per_host, reporting, say
 
 
 @task(
@@ -39,16 +39,13 @@ def smoke_test(
 
         def one(name: str) -> SmokeResult:
             spec = inv.host(name)
-            node = connect(c, inv, name)
-            try:
+            with connected(c, inv, name) as node:
                 run = current_run(node, spec)
                 if run is None:
                     raise NotReadyError(f"{name}: nothing was started here", hint="`fab deploy` it")
                 return smoke(
                     node, run, max_new_tokens=int(max_new_tokens), prompt=prompt, python=spec.python
                 )
-            finally:
-                node.close()
 
         results = per_host(names, one)
         if json_:
