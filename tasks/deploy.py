@@ -55,10 +55,16 @@ def _hooks(view: HostView) -> WaitHooks:
     return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
 
 
-def _interrupted(started: dict[str, RunMeta]) -> WaitInterrupted:
+def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
     """Ctrl-C stops waiting, never the servers: say so and how to come back."""
     if not started:
-        return WaitInterrupted("interrupted before any server was started")
+        # The start may have run on the node before its answer reached us: do not deny it.
+        return WaitInterrupted(
+            "interrupted during the launch; if it got as far as the start, the server keeps "
+            "running",
+            hint=f"`fab status --host {selector}` shows it; `fab wait --host {selector}` "
+            "re-attaches",
+        )
     runs = ", ".join(f"{h} (run {r.run_id}, pid {r.pid})" for h, r in started.items())
     names = ",".join(started)
     return WaitInterrupted(
@@ -134,7 +140,7 @@ def _run_fleet(c: Context, inv: Inventory, selector: str, follow: bool, work: Wo
             list(units), lambda key: work(c, inv, units[key], board.view(key), started)
         )
     except KeyboardInterrupt:
-        raise _interrupted(started) from None
+        raise _interrupted(started, ",".join(units)) from None
     finally:
         board.close()
     _finish(results)
