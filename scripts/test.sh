@@ -23,6 +23,8 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"
 .venv/bin/mypy
+echo "== import layers (pyproject.toml [tool.importlinter])"
+.venv/bin/lint-imports
 echo "== shellcheck"
 shellcheck -s bash firedup/node/sh/*.sh scripts/*.sh .ci/run
 # Three workers on two cores: most SSH tests wait on real processes and sockets, not the CPU.
