@@ -1,25 +1,39 @@
-"""The fab namespace: thin adapters over the firedup core."""
+"""The fab namespace: thin adapters over the firedup core.
 
-from invoke import Collection
+`ns` is built on first use (module __getattr__), so `firedup --version` and anything else that
+imports this package without running a task do not load the task modules and the core.
+"""
 
-from tasks import deploy, explain, history, lock, ops, patches, plan, smoke
+from __future__ import annotations
 
-ns = Collection()
-for _task in (
-    deploy.deploy,
-    deploy.restart,
-    plan.preflight,
-    plan.plan,
-    deploy.render,
-    deploy.start,
-    deploy.wait,
-    ops.status,
-    ops.stop,
-    ops.logs,
-    patches.sync_patches,
-    smoke.smoke_test,
-    history.history,
-    lock.unlock,
-    explain.explain_log,
-):
-    ns.add_task(_task)
+from typing import Any
+
+
+def __getattr__(name: str) -> Any:
+    if name != "ns":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from invoke import Collection
+
+    from . import deploy, explain, history, lock, ops, patches, plan, smoke
+
+    ns = Collection()
+    for task in (
+        deploy.deploy,
+        deploy.restart,
+        plan.preflight,
+        plan.plan,
+        deploy.render,
+        deploy.start,
+        deploy.wait,
+        ops.status,
+        ops.stop,
+        ops.logs,
+        patches.sync_patches,
+        smoke.smoke_test,
+        history.history,
+        lock.unlock,
+        explain.explain_log,
+    ):
+        ns.add_task(task)
+    globals()["ns"] = ns
+    return ns

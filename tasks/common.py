@@ -24,8 +24,11 @@ from firedup.node.ssh import open_node
 
 T = TypeVar("T")
 
-HOST_HELP = "inventory host name (see inventory/hosts.yaml)"
-INVENTORY_HELP = "inventory file (default: $FIREDUP_INVENTORY, then inventory/hosts.yaml)"
+HOST_HELP = "inventory host name (see your inventory file)"
+INVENTORY_HELP = (
+    "inventory file (default: $FIREDUP_INVENTORY, then inventory/hosts.yaml or firedup.yaml here "
+    "or in a parent directory, then ~/.config/firedup/hosts.yaml)"
+)
 
 
 def _config(c: Context, key: str) -> Any:

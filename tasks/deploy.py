@@ -28,7 +28,8 @@ from firedup.ops.multinode import Rank, apply_multinode, wait_multinode
 from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
 from firedup.readiness.watch import WaitStatus
-from tasks.common import (
+
+from .common import (
     INVENTORY_HELP,
     connect,
     connected,
@@ -38,8 +39,8 @@ from tasks.common import (
     require_host,
     say,
 )
-from tasks.plan import show_plan
-from tasks.progress import Board, HostView
+from .plan import show_plan
+from .progress import Board, HostView
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"

@@ -7,7 +7,8 @@ from invoke.context import Context
 
 from firedup.errors import UsageError
 from firedup.ops.explain import explain_file, parse_engine, to_json, to_text
-from tasks.common import reporting, say
+
+from .common import reporting, say
 
 
 @task(

@@ -9,7 +9,8 @@ from invoke.context import Context
 
 from firedup.ops.history import HistoryRecord, read_history
 from firedup.readiness.report import table
-from tasks.common import (
+
+from .common import (
     HOST_HELP,
     INVENTORY_HELP,
     connected,

@@ -6,7 +6,8 @@ from fabric import task
 from invoke.context import Context
 
 from firedup.node.lock import force_unlock
-from tasks.common import (
+
+from .common import (
     HOST_HELP,
     INVENTORY_HELP,
     connected,

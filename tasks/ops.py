@@ -15,7 +15,8 @@ from firedup.ops.shutdown import StopOutcome, stop_host
 from firedup.ops.status import HostStatus, host_status
 from firedup.ops.status_json import status_json
 from firedup.readiness.report import signals_text, table
-from tasks.common import (
+
+from .common import (
     HOST_HELP,
     INVENTORY_HELP,
     connected,

@@ -8,7 +8,8 @@ from invoke.context import Context
 from firedup.errors import PatchError, UsageError
 from firedup.ops.patches import sync_patches_recorded
 from firedup.patching import Mode
-from tasks.common import (
+
+from .common import (
     HOST_HELP,
     INVENTORY_HELP,
     connected,

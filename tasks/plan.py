@@ -10,7 +10,8 @@ from firedup.launch.runs import current_run
 from firedup.ops.deploy import plan_deploy
 from firedup.ops.plan import make_plan, plan_text
 from firedup.preflight import preflight as run_preflight
-from tasks.common import (
+
+from .common import (
     HOST_HELP,
     INVENTORY_HELP,
     connected,

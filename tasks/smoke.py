@@ -11,7 +11,8 @@ from invoke.context import Context
 from firedup.errors import DeployError, NotReadyError
 from firedup.launch.runs import current_run
 from firedup.ops.smoke import DEFAULT_PROMPT, SmokeResult, smoke
-from tasks.common import INVENTORY_HELP, connected, get_inventory, per_host, reporting, say
+
+from .common import INVENTORY_HELP, connected, get_inventory, per_host, reporting, say
 
 
 @task(

@@ -6,7 +6,6 @@ expected, and raises InventoryError (exit 2) before any node is contacted.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from collections.abc import Mapping
@@ -24,14 +23,20 @@ from pydantic import (
 )
 
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
+from firedup.config.discover import find_inventory
 from firedup.errors import InventoryError
 
-DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yaml"
-INVENTORY_ENV = "FIREDUP_INVENTORY"
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
 Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
-__all__ = ["ArgValue", "Deployment", "Engine", "HostSpec", "Inventory", "KeyPolicy"]
+__all__ = [
+    "ArgValue",
+    "Deployment",
+    "Engine",
+    "HostSpec",
+    "Inventory",
+    "KeyPolicy",
+]
 
 
 class KeyPolicy(StrEnum):
@@ -57,6 +62,7 @@ class HostSpec(FrozenModel):
     deployment: str
     keep_runs: int = Field(default=10, ge=1)
     node_address: str | None = None  # how the other nodes of a multi-node deployment reach it
+    source: Path | None = None  # the inventory file it came from (set at load, like name)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -233,7 +239,9 @@ def parse_inventory(data: Any, path: Path) -> Inventory:
         entries = data.get(section)
         if isinstance(entries, dict):
             data[section] = {
-                name: {**entry, "name": name} if isinstance(entry, dict) else entry
+                name: {**entry, "name": name, **({"source": path} if section == "hosts" else {})}
+                if isinstance(entry, dict)
+                else entry
                 for name, entry in entries.items()
             }
     try:
@@ -244,8 +252,8 @@ def parse_inventory(data: Any, path: Path) -> Inventory:
 
 
 def load_inventory(path: str | Path | None = None) -> Inventory:
-    """Load and validate the inventory: CLI path > $FIREDUP_INVENTORY > inventory/hosts.yaml."""
-    chosen = Path(path or os.environ.get(INVENTORY_ENV) or DEFAULT_INVENTORY).expanduser()
+    """Load and validate the inventory named, or found as firedup.config.discover says."""
+    chosen = find_inventory(path)
     try:
         text = chosen.read_text(encoding="utf-8")
     except FileNotFoundError:

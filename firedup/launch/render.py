@@ -13,7 +13,6 @@ import shlex
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -23,7 +22,8 @@ from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
 
-TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+# Package data: top-level templates/ in the checkout, firedup/templates/ in a wheel (setup.py).
+TEMPLATES_PACKAGE = "firedup.templates"
 # The log classifier reads phase lines that SGLang prints only at info level or below.
 VERBOSE_LEVELS = {"debug", "info"}
 
@@ -46,7 +46,7 @@ def _sh(value: Any) -> str:
 
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        loader=jinja2.PackageLoader(TEMPLATES_PACKAGE, "."),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -23,6 +23,7 @@ from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
+    inventory_commit,
     outcome_of,
     prune_runs,
     run_record,
@@ -146,6 +147,7 @@ def record(
         secret_keys=plan.deployment.secrets,
         patches=plan.deployment.patches,
         engine_version=run.engine_version or "",
+        commit=inventory_commit(plan.host),
     )
     try:
         append_history(node, plan.host, entry)

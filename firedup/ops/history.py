@@ -21,6 +21,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from firedup import __version__
 from firedup.config.inventory import HostSpec
 from firedup.errors import NotReadyError, WaitInterrupted
 from firedup.launch.runs import RunMeta
@@ -98,6 +99,7 @@ class HistoryRecord:
     deployment: str = ""
     reason: str = ""
     repo_commit: str = "unknown"
+    firedup_version: str = ""
     engine: str = ""
     engine_version: str = ""
     script_sha256: str = ""
@@ -140,6 +142,7 @@ class HistoryRecord:
             deployment=str(data.get("deployment") or ""),
             reason=str(data.get("reason") or ""),
             repo_commit=str(data.get("repo_commit") or "unknown"),
+            firedup_version=str(data.get("firedup_version") or ""),
             engine=str(data.get("engine") or ""),
             engine_version=str(data.get("engine_version") or ""),
             script_sha256=str(data.get("script_sha256") or ""),
@@ -185,7 +188,9 @@ def run_record(
     duration_s: float | None = None,
     detail: str = "",
 ) -> HistoryRecord:
-    """A record about one run, with who/when/commit filled in and the env masked."""
+    """A record about one run, with who/when/version filled in and the env masked.
+
+    `commit` is the inventory repository's (`inventory_commit`), given by the caller."""
     return HistoryRecord(
         action=action,
         outcome=outcome,
@@ -195,7 +200,8 @@ def run_record(
         run_id=run.run_id,
         deployment=run.deployment,
         reason=reason,
-        repo_commit=repo_commit() if commit is None else commit,
+        repo_commit=commit or "unknown",
+        firedup_version=__version__,
         engine=run.engine.value,
         engine_version=engine_version,
         script_sha256=run.script_sha256,
@@ -218,8 +224,13 @@ def parse_history(data: bytes) -> list[HistoryRecord]:
     return records
 
 
-def repo_commit(path: Path | str = ".") -> str:
-    """The operator's checkout: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown."""
+def inventory_commit(host: HostSpec) -> str:
+    """The commit of the repository holding the host's inventory file (not of the cwd)."""
+    return repo_commit(host.source.parent) if host.source else "unknown"
+
+
+def repo_commit(path: Path | str) -> str:
+    """The git checkout at path: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown."""
     try:
         sha = subprocess.run(
             ["git", "-C", str(path), "rev-parse", "HEAD"],

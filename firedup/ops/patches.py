@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from firedup import __version__
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.errors import DeployError
 from firedup.node.base import Node, operator
 from firedup.node.lock import node_lock
-from firedup.ops.history import Action, HistoryRecord, Outcome, append_history, repo_commit
+from firedup.ops.history import Action, HistoryRecord, Outcome, append_history, inventory_commit
 from firedup.patching.report import Mode, PatchReport, PatchStatus
 from firedup.patching.sync import sync_patches
 
@@ -50,7 +51,8 @@ def sync_patches_recorded(
                 at=datetime.now(UTC),
                 deployment=deployment.name,
                 patches=tuple(o.name for o in report.outcomes),
-                repo_commit=repo_commit(),
+                repo_commit=inventory_commit(host),
+                firedup_version=__version__,
                 detail="; ".join(report.lines()),
             )
             try:

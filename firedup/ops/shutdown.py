@@ -17,7 +17,7 @@ from firedup.launch.gpus import gpu_apps
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
 from firedup.node.base import Node
 from firedup.node.lock import node_lock
-from firedup.ops.history import Action, Outcome, append_history, run_record
+from firedup.ops.history import Action, Outcome, append_history, inventory_commit, run_record
 
 GPU_RELEASE_S = 15.0  # the driver frees memory a moment after the process is reaped
 
@@ -83,7 +83,11 @@ def stop_host(
             )
         if report.state == "stopped":
             entry = run_record(
-                Action.STOP, Outcome.STOPPED, run, engine_version=run.engine_version or ""
+                Action.STOP,
+                Outcome.STOPPED,
+                run,
+                engine_version=run.engine_version or "",
+                commit=inventory_commit(host),
             )
             try:
                 append_history(node, host, entry)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from firedup.errors import PatchError
 from firedup.patching.diff import DiffSyntaxError, FilePatch, parse_diff
 
-DEFAULT_PATCHES_DIR = Path(__file__).resolve().parent.parent.parent / "patches"
+# The patches firedup ships: top-level patches/ in the checkout, package data in a wheel
+# (setup.py maps it to firedup.patches; installed as plain files, so a Path is honest).
+DEFAULT_PATCHES_DIR = Path(str(resources.files("firedup.patches")))
 PATCHES_ENV = "FIREDUP_PATCHES"
 MANIFEST = "manifest.yaml"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -84,7 +87,7 @@ class Patch:
 
 
 def patches_dir(explicit: Path | None = None) -> Path:
-    """Where patches live: an explicit path > $FIREDUP_PATCHES > patches/ in this checkout."""
+    """Where patches live: an explicit path > $FIREDUP_PATCHES > the patches firedup ships."""
     return Path(explicit or os.environ.get(PATCHES_ENV) or DEFAULT_PATCHES_DIR).expanduser()
 
 

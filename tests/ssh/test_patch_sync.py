@@ -38,10 +38,10 @@ HOOKS = ("get_embed_and_head", "set_embed_and_head", "set_eagle3_layers_to_captu
 
 
 def sync_cli(inventory: Path, *flags: str, env: dict[str, str] | None = None) -> Any:
-    """The real CLI; fab loads tasks/patches.py itself, the module tasks/__init__ registers."""
-    argv = [FAB, "--search-root", str(REPO / "tasks"), "--collection", "patches"]
+    """The real CLI, `fab sync-patches` through the fabfile (tasks/ uses relative imports, so
+    its modules load as the tasks package, never as stand-alone collections)."""
     return subprocess.run(
-        [*argv, "sync-patches", "--host", "node", "--inventory", str(inventory), *flags],
+        [FAB, "sync-patches", "--host", "node", "--inventory", str(inventory), *flags],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -11,10 +11,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from firedup import __version__
+from firedup.config.inventory import load_inventory
 from firedup.engine import Engine
 from firedup.errors import NotReadyError, ServerCrashedError, WaitInterrupted
-from firedup.launch.runs import RunMeta, operator
+from firedup.launch.runs import RunMeta
 from firedup.logscan import explain
+from firedup.node.base import operator
 from firedup.ops.history import (
     MASK,
     MAX_LINE_BYTES,
@@ -22,6 +25,7 @@ from firedup.ops.history import (
     HistoryRecord,
     Outcome,
     PhaseTiming,
+    inventory_commit,
     last_failed_run,
     last_start,
     mask_env,
@@ -202,6 +206,30 @@ def test_run_record_fills_who_when_commit_and_masks() -> None:
     assert rec.env == {"HF_TOKEN": MASK, "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}
     assert (datetime.now(UTC) - rec.at).total_seconds() < 60 and rec.patches == ("kimi-hooks",)
     assert run_record(Action.STOP, Outcome.STOPPED, meta).repo_commit != ""
+    assert rec.firedup_version == __version__
+    assert HistoryRecord.from_json(json.loads(rec.to_line())).firedup_version == __version__
+
+
+def test_the_commit_is_the_inventory_repositorys_not_the_cwds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ops = tmp_path / "ops"
+    (ops / "inventory").mkdir(parents=True)
+    (ops / "inventory" / "hosts.yaml").write_text(
+        "hosts: {n: {transport: local, workdir: /w, deployment: d}}\n"
+        "deployments: {d: {engine: vllm, model: /m}}\n"
+    )
+    git = ["git", "-C", str(ops), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(ops)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    sha = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # fab runs from a directory that is no repository at all
+    host = load_inventory(ops / "inventory" / "hosts.yaml").host("n")
+    assert inventory_commit(host) == sha.strip()
+    assert inventory_commit(host.model_copy(update={"source": None})) == "unknown"
 
 
 def test_last_start_skips_stops_and_patches() -> None:

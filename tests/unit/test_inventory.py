@@ -7,9 +7,12 @@ from typing import Any
 
 import pytest
 
-from firedup.config.inventory import DEFAULT_INVENTORY, KeyPolicy, load_inventory, parse_inventory
+from firedup.config.inventory import KeyPolicy, load_inventory, parse_inventory
 from firedup.engine import Engine
 from firedup.errors import InventoryError
+
+# The demo inventory shipped in this checkout.
+DEMO_INVENTORY = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yaml"
 
 GOOD: dict[str, Any] = {
     "hosts": {
@@ -40,7 +43,7 @@ def test_good_inventory_parses_with_defaults() -> None:
 
 
 def test_shipped_inventory_is_valid() -> None:
-    inv = load_inventory(DEFAULT_INVENTORY)
+    inv = load_inventory(DEMO_INVENTORY)
     assert {"gpu-node", "demo"} <= set(inv.hosts)
     assert inv.host("demo").workdir.startswith("/")
 

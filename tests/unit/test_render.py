@@ -8,15 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from firedup.config.inventory import DEFAULT_INVENTORY, load_inventory, parse_inventory
+from firedup.config.inventory import load_inventory, parse_inventory
 from firedup.errors import RenderError
 from firedup.launch.render import check_bash_syntax, engine_args, render_launch
+
+# The demo inventory shipped in this checkout.
+DEMO_INVENTORY = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yaml"
 
 GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden"
 
 
 def story_script() -> str:
-    inv = load_inventory(DEFAULT_INVENTORY)
+    inv = load_inventory(DEMO_INVENTORY)
     host = inv.host("gpu-node")
     return render_launch(
         host, inv.deployment_for(host), run_id="RUN-ID", rundir="/data/firedup/runs/RUN-ID"
