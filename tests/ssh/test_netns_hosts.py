@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib.util
+import json
 import os
 import shutil
 import socket
 import subprocess
-import sys
+import tempfile
+import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,7 @@ from tests.conftest import NODE_PYTHON, REPO, Sshd, free_port, sim_deployment, s
 from tests.netns import NetnsHost, NetnsNetwork, members, sweep_stale, unavailable_reason
 
 pytestmark = pytest.mark.ssh
+IGNORE_CACHES = shutil.ignore_patterns("__pycache__", "*.pyc")
 
 # Binds the wildcard address (so a second bind of the port in the same namespace fails), forks a
 # detached server answering every connection with argv[2], and prints the server's pid.
@@ -206,16 +210,59 @@ def test_a_network_whose_owner_died_is_swept(tmp_path: Path) -> None:
                 os.close(fd)
 
 
+# What an unprivileged user needs to run the netns fixture under pytest. It is copied to a
+# directory that user can read: the checkout may sit where only root can enter (/root).
+CHILD_TESTS = [
+    "tests/__init__.py",
+    "tests/conftest.py",
+    "tests/netns.py",
+    "tests/reliability/__init__.py",
+    "tests/reliability/tally.py",
+]
+CHILD_PACKAGES = ["pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py", "yaml"]
+CHILD_TEST = """
+def test_the_fixture_decides(netns_hosts):
+    netns_hosts(1)
+"""
+
+
+def _readable_copy(root: Path) -> None:
+    for rel in CHILD_TESTS:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, root / rel)
+    (root / "tests" / "test_child.py").write_text(CHILD_TEST)
+    pytest_config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["pytest"]
+    ini = "\n".join(f"{k} = {json.dumps(v)}" for k, v in pytest_config["ini_options"].items())
+    (root / "pyproject.toml").write_text(f"[tool.pytest.ini_options]\n{ini}\n")
+    for name in CHILD_PACKAGES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        source = Path(spec.origin)
+        if spec.submodule_search_locations:
+            shutil.copytree(source.parent, root / "site" / name, ignore=IGNORE_CACHES)
+        else:
+            shutil.copy2(source, root / "site" / source.name)
+    for path in [root, *root.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
 def test_without_root_the_fixture_skips_and_says_why() -> None:
     setpriv = shutil.which("setpriv")
     if setpriv is None or unavailable_reason():
         pytest.skip("needs root and setpriv to run the check as an unprivileged user")
-    this = Path(__file__).relative_to(REPO)
-    argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
-    argv += [sys.executable, "-m", "pytest", f"{this}::test_each_host_has_its_own_address"]
-    argv += ["-p", "no:cacheprovider", "-q", "-rs"]
-    env = {**os.environ, "HOME": "/tmp"}
-    r = subprocess.run(argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    root = Path(tempfile.mkdtemp(prefix="firedup-unprivileged-"))
+    try:
+        (root / "site").mkdir()
+        _readable_copy(root)
+        argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"]
+        argv += [NODE_PYTHON, "-m", "pytest", "tests/test_child.py"]
+        argv += ["-p", "no:cacheprovider", "-q", "-rs"]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/tmp"}
+        env |= {"PYTHONPATH": str(root / "site"), "PYTHONNOUSERSITE": "1"}
+        r = subprocess.run(argv, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    finally:
+        shutil.rmtree(root)
     if r.returncode in (126, 127):
         pytest.skip(f"cannot run python as an unprivileged user here: {r.stderr.strip()}")
     assert "1 skipped" in r.stdout, r.stdout + r.stderr
