@@ -21,6 +21,7 @@ from firedup.config.secrets import mask
 from firedup.errors import DeployError, UsageError
 from firedup.node.base import Node
 from firedup.node.ssh import open_node
+from firedup.ops.results import HostResults
 
 T = TypeVar("T")
 
@@ -88,7 +89,7 @@ def progress(host: str) -> Callable[[str], None]:
     return report
 
 
-def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | DeployError]:
+def per_host(names: list[str], work: Callable[[str], T]) -> HostResults[T]:
     """Run `work` for each host in parallel; a failure on one never hides another's outcome.
 
     One host runs in the calling thread. Several run in daemon threads, so that Ctrl-C
@@ -96,7 +97,7 @@ def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | Deploy
     to end; what a thread started on a node (a detached server) is not touched by that.
     """
     if len(names) == 1:
-        return {names[0]: _capture(work, names[0])}
+        return HostResults({names[0]: _capture(work, names[0])})
     results: dict[str, T | DeployError] = {}
     threads = [
         threading.Thread(
@@ -111,7 +112,14 @@ def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | Deploy
     for thread in threads:
         while thread.is_alive():
             thread.join(0.2)
-    return {name: results[name] for name in names}
+    return HostResults({name: results[name] for name in names})
+
+
+def exit_by_rule(results: HostResults[Any]) -> None:
+    """End a command run on several hosts by the one rule (docs/exit-codes.md): invoke's Exit
+    with the failures' shared code (1 when they differ), naming the hosts that failed."""
+    if results.exit_code:
+        raise Exit(mask(f"firedup: {results.summary()}"), code=results.exit_code)
 
 
 def _capture(work: Callable[[str], T], name: str) -> T | DeployError:

@@ -7,7 +7,6 @@ non-zero and never hides another host's outcome.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
 
 from fabric import task
@@ -25,6 +24,7 @@ from firedup.ops.deploy import (
 )
 from firedup.ops.history import Action
 from firedup.ops.multinode import Rank, apply_multinode, wait_multinode
+from firedup.ops.results import HostResults
 from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
 from firedup.readiness.watch import WaitStatus
@@ -33,6 +33,7 @@ from .common import (
     INVENTORY_HELP,
     connect,
     connected,
+    exit_by_rule,
     get_inventory,
     per_host,
     reporting,
@@ -80,9 +81,8 @@ def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
     )
 
 
-def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
+def _finish(results: HostResults[WaitStatus]) -> None:
     """One host: its message or its error. Several: a table, exit non-zero on any failure."""
-    failures = {h: r for h, r in results.items() if isinstance(r, DeployError)}
     if len(results) == 1:
         ((key, only),) = results.items()
         if isinstance(only, DeployError):
@@ -104,14 +104,7 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
                 ]
             )
     say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
-    if failures:
-        codes = {e.exit_code for e in failures.values()}
-        code = codes.pop() if len(codes) == 1 else 1
-        print(
-            f"firedup: {len(failures)} of {len(results)} hosts failed: {', '.join(failures)}",
-            file=sys.stderr,
-        )
-        sys.exit(code)
+    exit_by_rule(results)
 
 
 Work = Callable[[Context, Inventory, list[str], HostView, dict[str, RunMeta]], WaitStatus]

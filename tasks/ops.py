@@ -20,6 +20,7 @@ from .common import (
     HOST_HELP,
     INVENTORY_HELP,
     connected,
+    exit_by_rule,
     get_inventory,
     per_host,
     progress,
@@ -102,8 +103,7 @@ def status(
             for name, result in results.items():
                 if not isinstance(result, DeployError) and _details(result):
                     say(f"  {name}: {_details(result)}")
-        if any(isinstance(r, DeployError) for r in results.values()):
-            sys.exit(3)
+        exit_by_rule(results)
 
 
 @task(
@@ -147,8 +147,7 @@ def stop(
             raise errors[0]
         for error in errors:
             print(f"firedup: {error}", file=sys.stderr)
-        if errors:
-            sys.exit(errors[0].exit_code)
+        exit_by_rule(results)
 
 
 @task(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 
 from fabric import task
 from invoke.context import Context
@@ -12,7 +11,15 @@ from firedup.errors import DeployError, NotReadyError
 from firedup.launch.runs import current_run
 from firedup.ops.smoke import DEFAULT_PROMPT, SmokeResult, smoke
 
-from .common import INVENTORY_HELP, connected, get_inventory, per_host, reporting, say
+from .common import (
+    INVENTORY_HELP,
+    connected,
+    exit_by_rule,
+    get_inventory,
+    per_host,
+    reporting,
+    say,
+)
 
 
 @task(
@@ -54,9 +61,7 @@ def smoke_test(
         else:
             for result in results.values():
                 say(result.summary() if isinstance(result, SmokeResult) else str(result))
-        codes = [_code(r) for r in results.values()]
-        if any(codes):
-            sys.exit(max(codes))
+        exit_by_rule(results.judged(_code))
 
 
 def _json(name: str, result: SmokeResult | DeployError) -> dict[str, object]:
@@ -65,7 +70,6 @@ def _json(name: str, result: SmokeResult | DeployError) -> dict[str, object]:
     return {"host": name, "ok": False, "error": result.message}
 
 
-def _code(result: SmokeResult | DeployError) -> int:
-    if isinstance(result, DeployError):
-        return result.exit_code
+def _code(result: SmokeResult) -> int:
+    """A request answered badly fails the host as a server not ready to serve would."""
     return 0 if result.ok else NotReadyError.exit_code
