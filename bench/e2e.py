@@ -23,7 +23,8 @@ from bench.rig import CountingNode, Rig, node_cpu_s
 from bench.tools import LOOPS, Ansible
 from firedup.launch.runs import current_run, stop_run
 from firedup.node.ssh import SshNode
-from firedup.ops.deploy import apply_deploy, plan_deploy, wait_options
+from firedup.ops.apply import apply_deploy
+from firedup.ops.deploy import plan_deploy, wait_options
 from tests.conftest import fab
 
 INSTANT = {"FIREDUP_SIM_SPEED": "1000"}

@@ -23,7 +23,8 @@ from bench.rig import Rig
 from firedup.config.inventory import Inventory
 from firedup.launch.runs import current_run, stop_run
 from firedup.node.ssh import SshNode
-from firedup.ops.deploy import apply_deploy, plan_deploy, wait_options
+from firedup.ops.apply import apply_deploy
+from firedup.ops.deploy import plan_deploy, wait_options
 from tests.conftest import SIM_MODELS, fab, free_port
 
 SPEED = "1000"

@@ -15,15 +15,15 @@ from invoke.context import Context
 from firedup.config.inventory import Inventory
 from firedup.errors import DeployError, StartError, UsageError, WaitInterrupted
 from firedup.launch.runs import RunMeta, current_run, run_by_id
+from firedup.ops.apply import deploy_ranks
 from firedup.ops.deploy import (
     DeployOptions,
-    apply_deploy,
     plan_deploy,
     start_recorded,
     wait_options,
 )
 from firedup.ops.history import Action
-from firedup.ops.multinode import Rank, apply_multinode, wait_multinode
+from firedup.ops.multinode import Rank, wait_multinode
 from firedup.ops.results import HostResults
 from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
@@ -167,23 +167,15 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         deployment = inv.deployment_for(inv.host(unit[0]))
         wait = wait_options(deployment, float(timeout), float(poll))
         ranks = _ranks(c, inv, unit)
+        # One path for one node or several; several name the host in each message.
+        several = len(ranks) > 1
         try:
-            if len(ranks) > 1:
-                return apply_multinode(
-                    ranks,
-                    wait,
-                    _hooks(view),
-                    how=options,
-                    on_progress=lambda host, m: view.message(f"{host}: {m}"),
-                    on_started=lambda run: started.__setitem__(run.host, run),
-                )
-            return apply_deploy(
-                ranks[0].node,
-                ranks[0].plan,
+            return deploy_ranks(
+                ranks,
                 wait,
                 _hooks(view),
                 how=options,
-                on_progress=view.message,
+                on_progress=lambda host, m: view.message(f"{host}: {m}" if several else m),
                 on_started=lambda run: started.__setitem__(run.host, run),
             )
         finally:

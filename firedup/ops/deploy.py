@@ -1,19 +1,21 @@
-"""The deploy pipeline: plan (pure), then apply on one node, then verify by waiting.
+"""The deploy pipeline's steps on one node: plan (pure), prepare, start, record, prune.
 
 `plan_deploy` computes everything that needs no node (run id, run directory, rendered script);
-`apply_deploy` syncs the deployment's patches, starts it and waits. The dry run prints the
-plan: not a separate code path.
+`prepare` runs preflight and syncs patches; `start_plan` starts; `record` and `prune` keep the
+node's history and run directories. The one path that runs them in order under the node's
+lock, for one node or several, is firedup.ops.apply. The dry run prints the plan: not a
+separate code path.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from firedup.config.inventory import Deployment, HostSpec, Placement
 from firedup.config.secrets import resolve_secrets
-from firedup.errors import DeployError, PreflightError, TransientConnectError
+from firedup.errors import DeployError, PreflightError
 from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
 from firedup.launch.runs import RunMeta, current_run, new_run_id, start_run
 from firedup.logscan import ScanState
@@ -24,15 +26,13 @@ from firedup.ops.history import (
     Outcome,
     append_history,
     inventory_commit,
-    outcome_of,
     prune_runs,
     run_record,
 )
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
-from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
-from firedup.readiness.watch import WaitStatus
+from firedup.readiness.wait import WaitOptions
 
 Progress = Callable[[str], None]
 
@@ -160,75 +160,6 @@ class DeployOptions:
     restart: bool = False
     force_unlock: bool = False
     action: Action = Action.DEPLOY
-
-
-def apply_deploy(
-    node: Node,
-    plan: DeployPlan,
-    options: WaitOptions,
-    hooks: WaitHooks = NO_HOOKS,
-    *,
-    how: DeployOptions = DeployOptions(),
-    on_progress: Progress = _quiet,
-    on_started: Callable[[RunMeta], None] = lambda _r: None,
-) -> WaitStatus:
-    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node."""
-    with node_lock(
-        node,
-        plan.host,
-        how.action.value,
-        force=how.force_unlock,
-        detail=plan.run_id,
-        on_progress=on_progress,
-    ) as lock:
-        report = prepare(node, plan, how, on_progress)
-        # A drop during preflight or patching reconnected silently and ended our lock holder:
-        # take it back (or learn who took the node) before anything is started.
-        if lock.refresh():
-            on_progress("the node's lock was lost with the connection; taken again")
-        run = start_plan(
-            node,
-            plan,
-            restart=how.restart,
-            engine_version=report.engine_version,
-            on_progress=on_progress,
-        )
-        on_started(run)
-        seen: list[WaitStatus] = []
-
-        def remember(status: WaitStatus) -> None:
-            seen[:] = [status]
-            hooks.on_status(status)
-
-        pending: list[bool] = []
-
-        def reconnected(message: str) -> None:
-            hooks.on_reconnect(message)
-            pending[:] = [True]  # the lock lives on the connection: re-take it once back
-
-        def guard() -> None:
-            hooks.guard()
-            if not pending:
-                return
-            try:
-                if lock.refresh():
-                    on_progress("the node's lock was lost with the connection; taken again")
-                pending.clear()
-            except TransientConnectError:
-                pass  # still away: the next look tries again
-
-        watched = replace(hooks, on_status=remember, on_reconnect=reconnected, guard=guard)
-        try:
-            status = wait_ready(node, run, options, watched)
-        except (DeployError, KeyboardInterrupt) as exc:
-            last = seen[0].scan if seen else None
-            record(node, plan, run, how.action, outcome_of(exc), scan=last, on_progress=on_progress)
-            raise
-        record(
-            node, plan, run, how.action, outcome_of(None), scan=status.scan, on_progress=on_progress
-        )
-        prune(node, plan.host, on_progress)
-        return status
 
 
 def prepare(

@@ -22,7 +22,8 @@ import yaml
 from firedup.config.inventory import Deployment, HostSpec, Inventory, parse_inventory
 from firedup.errors import DeployError
 from firedup.node.ssh import SshNode
-from firedup.ops.deploy import DeployOptions, apply_deploy, plan_deploy, wait_options
+from firedup.ops.apply import apply_deploy
+from firedup.ops.deploy import DeployOptions, plan_deploy, wait_options
 from firedup.readiness.wait import NO_HOOKS, WaitHooks
 from firedup.readiness.watch import WaitStatus
 from tests.conftest import (

@@ -89,3 +89,68 @@ def test_killing_rank_1_fails_the_deploy_naming_it(
         if deploy.poll() is None:
             deploy.kill()
         stop_runs(inv)
+
+
+def test_a_drop_on_rank_1_while_waiting_takes_its_lock_again(
+    netns_hosts: Callable[..., list[Any]], tmp_path: Path, write_inventory: Callable[..., Path]
+) -> None:
+    """One deploy path for one node or many: the lock lives on each node's connection, and a
+    rank >= 1 whose link drops during rank 0's wait gets its lock back, like rank 0 does."""
+    from firedup.config.inventory import load_inventory
+    from firedup.node.ssh import SshNode
+    from firedup.ops.apply import deploy_ranks
+    from firedup.ops.deploy import DeployOptions, plan_deploy, wait_options
+    from firedup.ops.multinode import LOCK_RETAKEN, Rank
+    from firedup.readiness.wait import WaitHooks
+    from tests.reliability.helpers import kill_connections
+    from tests.ssh.test_lock import holders
+
+    a, b = netns_hosts(2)
+    hosts = {"a": ssh_host(a, tmp_path / "a", "mn"), "b": ssh_host(b, tmp_path / "b", "mn")}
+    deployment = sim_deployment(tp=4, nodes=["a", "b"], dist_init_port=free_port())
+    inv_path = write_inventory(hosts, {"mn": deployment})
+    inv = load_inventory(inv_path)
+    specs = [inv.host(name) for name in ("a", "b")]
+    ranks = [
+        Rank(
+            i, SshNode(spec), plan_deploy(spec, inv.deployment_for(spec), None, inv.placement(spec))
+        )
+        for i, spec in enumerate(specs)
+    ]
+    said: list[str] = []
+    held: dict[str, list[int]] = {}
+
+    def drop_rank_1_once(_status: object) -> None:
+        if held:
+            return
+        held["before"] = holders(tmp_path / "b")
+        kill_connections(b)  # b's sshd session processes: the operator's link to b is gone
+        # Rank 0's wait goes on; rank 1's watcher reconnects and takes b's lock again.
+        # (One holder: a holder's shell may fork for an instant while it starts.)
+        held["after"] = wait_until(
+            lambda: (
+                (now := holders(tmp_path / "b"))
+                and len(now) == 1
+                and now[0] not in held["before"]
+                and now
+            ),
+            20,
+            "rank 1's lock to be taken again",
+        )
+
+    try:
+        status = deploy_ranks(
+            ranks,
+            wait_options(inv.deployment_for(specs[0]), 120, 1.0),
+            WaitHooks(on_status=drop_rank_1_once),
+            how=DeployOptions(),
+            on_progress=lambda host, message: said.append(f"{host}: {message}"),
+        )
+        assert status.ready
+        assert len(held["before"]) == 1 and len(held["after"]) == 1
+        assert f"b: {LOCK_RETAKEN}" in said
+        assert holders(tmp_path / "b") == []  # and released when the deploy ended
+    finally:
+        for rank in ranks:
+            rank.node.close()
+        stop_runs(inv_path)

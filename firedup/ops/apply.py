@@ -1,0 +1,156 @@
+"""One deploy path, for one node or for every node of a multi-node deployment.
+
+lock -> preflight -> sync patches -> start -> wait -> record -> prune, rank by rank: every
+node's lock is taken and every node prepared before any starts, so a preflight failure on one
+node launches nothing anywhere; rank 0 decides readiness while the other ranks are watched
+(firedup.ops.multinode). A lock lives on its node's connection: after a reconnect it is taken
+again, on every rank, by whoever uses that connection during the wait (rank 0's in the wait
+loop's guard, each other rank's in its watcher thread), before anything else is done there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import replace
+
+from firedup.errors import DeployError, TransientConnectError
+from firedup.launch.runs import RunMeta
+from firedup.node.base import Node
+from firedup.node.lock import HeldLock, node_lock
+from firedup.ops.deploy import (
+    DeployOptions,
+    DeployPlan,
+    Progress,
+    prepare,
+    prune,
+    record,
+    start_plan,
+)
+from firedup.ops.history import outcome_of
+from firedup.ops.multinode import LOCK_RETAKEN, Rank, wait_multinode
+from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions
+from firedup.readiness.watch import WaitStatus
+
+HostProgress = Callable[[str, str], None]
+PLAIN_DEPLOY = DeployOptions()
+
+
+def _quiet(_host: str, _message: str) -> None:
+    return None
+
+
+def apply_deploy(
+    node: Node,
+    plan: DeployPlan,
+    options: WaitOptions,
+    hooks: WaitHooks = NO_HOOKS,
+    *,
+    how: DeployOptions = PLAIN_DEPLOY,
+    on_progress: Progress = lambda _m: None,
+    on_started: Callable[[RunMeta], None] = lambda _r: None,
+) -> WaitStatus:
+    """One node: the same path as several, with one rank."""
+    return deploy_ranks(
+        [Rank(0, node, plan)],
+        options,
+        hooks,
+        how=how,
+        on_progress=lambda _host, message: on_progress(message),
+        on_started=on_started,
+    )
+
+
+def deploy_ranks(
+    ranks: Sequence[Rank],
+    options: WaitOptions,
+    hooks: WaitHooks = NO_HOOKS,
+    *,
+    how: DeployOptions,
+    on_progress: HostProgress = _quiet,
+    on_started: Callable[[RunMeta], None] = lambda _r: None,
+) -> WaitStatus:
+    """Lock, prepare and start every rank, then wait for rank 0 while watching the others."""
+
+    def say(rank: Rank) -> Progress:
+        return lambda message: on_progress(rank.plan.host.name, message)
+
+    with ExitStack() as stack:
+        locks = [
+            stack.enter_context(
+                node_lock(
+                    r.node,
+                    r.plan.host,
+                    how.action.value,
+                    force=how.force_unlock,
+                    detail=r.plan.run_id,
+                    on_progress=say(r),
+                )
+            )
+            for r in ranks
+        ]
+        versions = [prepare(r.node, r.plan, how, say(r)).engine_version for r in ranks]
+        for rank, lock in zip(ranks, locks, strict=True):
+            # A drop while preparing reconnected silently and ended that node's lock holder:
+            # take it back (or learn who took the node) before anything is started.
+            if lock.refresh():
+                say(rank)(LOCK_RETAKEN)
+        runs = [
+            start_plan(r.node, r.plan, restart=how.restart, engine_version=v, on_progress=say(r))
+            for r, v in zip(ranks, versions, strict=True)
+        ]
+        for run in runs:
+            on_started(run)
+        return _wait_and_record(ranks, locks, runs, options, hooks, how, say)
+
+
+def _retaking(lock: HeldLock, say: Progress) -> Callable[[], None]:
+    """A cheap check for the wait's guard: re-take the lock once its connection was renewed."""
+
+    def check() -> None:
+        if lock.node.generation == lock.generation:
+            return
+        try:
+            if lock.refresh():
+                say(LOCK_RETAKEN)
+        except TransientConnectError:
+            pass  # still away: the next look tries again
+
+    return check
+
+
+def _wait_and_record(
+    ranks: Sequence[Rank],
+    locks: Sequence[HeldLock],
+    runs: Sequence[RunMeta],
+    options: WaitOptions,
+    hooks: WaitHooks,
+    how: DeployOptions,
+    say: Callable[[Rank], Progress],
+) -> WaitStatus:
+    seen: list[WaitStatus] = []
+
+    def remember(status: WaitStatus) -> None:
+        seen[:] = [status]
+        hooks.on_status(status)
+
+    keep_rank0 = _retaking(locks[0], say(ranks[0]))
+
+    def guard() -> None:
+        hooks.guard()
+        keep_rank0()
+
+    watched = replace(hooks, on_status=remember, guard=guard)
+    others = {r.rank: (lock, say(r)) for r, lock in zip(ranks[1:], locks[1:], strict=True)}
+    try:
+        status = wait_multinode(ranks, runs, options, watched, locks=others)
+    except (DeployError, KeyboardInterrupt) as exc:
+        for r, run in zip(ranks, runs, strict=True):
+            scan = seen[0].scan if seen and r is ranks[0] else None
+            record(r.node, r.plan, run, how.action, outcome_of(exc), scan=scan, on_progress=say(r))
+        raise
+    for r, run in zip(ranks, runs, strict=True):
+        scan = status.scan if r is ranks[0] else None
+        record(r.node, r.plan, run, how.action, outcome_of(None), scan=scan, on_progress=say(r))
+        prune(r.node, r.plan.host, say(r))
+    return status
