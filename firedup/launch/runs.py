@@ -21,7 +21,7 @@ from firedup.config.secrets import SECRETS_FILE, secrets_env_text
 from firedup.engine import Engine
 from firedup.errors import RemoteCommandError, StartError, TransientConnectError
 from firedup.launch.render import LaunchScript
-from firedup.node.base import Node, operator, run_script
+from firedup.node.base import Node, operator, parse_fields, run_script
 from firedup.node.probe import probe_run
 
 STOP_GRACE_S = 20
@@ -70,7 +70,7 @@ def new_run_id(now: float | None = None, token: str | None = None) -> str:
 
 def parse_current(stdout: bytes) -> RunMeta | None:
     """Parse current.sh output: `meta=<json>` and `pid=<pid>` (the pid file is the truth)."""
-    fields = dict(ln.partition("=")[::2] for ln in stdout.decode().splitlines() if "=" in ln)
+    fields = parse_fields(stdout)
     if not fields.get("meta"):
         return None
     meta = RunMeta.from_json(fields["meta"])
@@ -168,9 +168,8 @@ def _start(node: Node, host: HostSpec, run_id: str, on_progress: Callable[[str],
             ) from None
         on_progress(f"the start's answer was lost with the connection; the node says pid {found}")
         return int(found)
-    pid = next(
-        (int(v) for k, _, v in (ln.partition("=") for ln in out.split()) if k == "pid"), None
-    )
+    found = parse_fields(out).get("pid", "")
+    pid = int(found) if found.isdigit() else None
     if pid is None:
         raise StartError(f"{host.name}: the start script printed no pid: {out.strip()!r}")
     return pid
@@ -194,7 +193,7 @@ def stop_run(node: Node, run: RunMeta, *, grace_s: int = STOP_GRACE_S) -> StopRe
     out = run_script(
         node, "stop", run.rundir, str(grace_s), timeout_s=grace_s + 30, what="stop"
     ).out
-    fields = dict(ln.partition("=")[::2] for ln in out.splitlines() if "=" in ln)
+    fields = parse_fields(out)
     return StopReport(
         run_id=run.run_id,
         state=fields.get("state", "unknown"),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import getpass
 import socket
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from functools import cache
 from importlib import resources
 from typing import Protocol
@@ -89,6 +89,30 @@ def run_script(
 ) -> CommandResult:
     """Run a shipped script on the node."""
     return node.run(script_argv(name, *args), timeout_s=timeout_s, check=check, what=what or name)
+
+
+def _lines(stdout: bytes | str) -> list[str]:
+    text = stdout if isinstance(stdout, str) else stdout.decode("utf-8", "replace")
+    return text.splitlines()
+
+
+def parse_fields(stdout: bytes | str, keys: Collection[str] | None = None) -> dict[str, str]:
+    """A node script's answer (docs/architecture.md, the script output protocol): `key=value`
+    lines, split at the first `=`, values stripped; the last of a repeated key wins. Lines
+    without `=`, and keys outside `keys` when given, are ignored: a login shell's banner or an
+    rc file's noise is never taken for an answer."""
+    found: dict[str, str] = {}
+    for line in _lines(stdout):
+        key, sep, value = line.partition("=")
+        if sep and (keys is None or key in keys):
+            found[key] = value.strip()
+    return found
+
+
+def field_values(stdout: bytes | str, key: str) -> list[str]:
+    """Every value of a key a script repeats (`run=`, `removed=`), in order."""
+    prefix = f"{key}="
+    return [ln[len(prefix) :].strip() for ln in _lines(stdout) if ln.startswith(prefix)]
 
 
 def require_ok(result: CommandResult, what: str) -> CommandResult:

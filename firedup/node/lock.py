@@ -26,7 +26,7 @@ from typing import Any
 
 from firedup.config.inventory import HostSpec
 from firedup.errors import CommandResult, ConnectError, DeployError, LockedError, RemoteCommandError
-from firedup.node.base import Node, operator, run_script, script_argv
+from firedup.node.base import Node, operator, parse_fields, run_script, script_argv
 
 LOCK_FILE = ".lock"
 RECORD_FILE = "lock.json"
@@ -112,11 +112,6 @@ class LockInfo:
         }
 
 
-def _fields(stdout: bytes) -> dict[str, str]:
-    text = stdout.decode("utf-8", "replace")
-    return dict(ln.partition("=")[::2] for ln in text.splitlines() if "=" in ln)
-
-
 def _float(text: str) -> float | None:
     try:
         return float(text)
@@ -143,7 +138,7 @@ def parse_record(encoded: str) -> tuple[int | None, float | None, LockOwner | No
 
 def parse_lock_status(host: str, stdout: bytes) -> LockInfo | None:
     """lock_status.sh output -> the lock, or None when it is free and nothing is left over."""
-    fields = _fields(stdout)
+    fields = parse_fields(stdout)
     pid, acquired, owner = parse_record(fields.get("record", ""))
     now = _float(fields.get("now", ""))
     holder = fields.get("holder", "none")
@@ -172,7 +167,7 @@ class UnlockReport:
 
 def _end_holder(node: Node, host: HostSpec, pid: int | None) -> tuple[str, int | None]:
     args = [host.workdir] + ([str(pid)] if pid is not None else [])
-    fields = _fields(run_script(node, "lock_end", *args, timeout_s=30, what="unlock").stdout)
+    fields = parse_fields(run_script(node, "lock_end", *args, timeout_s=30, what="unlock").stdout)
     value = fields.get("pid", "")
     return fields.get("state", "unknown"), int(value) if value.isdigit() else None
 
@@ -262,7 +257,7 @@ def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[s
             break
         if time.monotonic() > deadline:
             raise LockedError(f"{host}: no answer from the lock holder after {timeout_s:.0f}s")
-    fields = _fields(buffer)
+    fields = parse_fields(buffer)
     if "busy" in buffer.decode("utf-8", "replace").split():
         fields["busy"] = "yes"
     return fields

@@ -11,9 +11,10 @@ import binascii
 import re
 from dataclasses import dataclass
 
-from firedup.node.base import Node, run_script
+from firedup.node.base import Node, parse_fields, run_script
 
 MAX_LOG_CHUNK = 4 * 1024 * 1024
+PROBE_KEYS = frozenset({"now", "pid", "procs", "ss", "log_size", "log", "health"})
 _SS_USER = re.compile(r"pid=(\d+)")
 
 
@@ -84,11 +85,7 @@ def _int_set(value: str) -> frozenset[int]:
 
 def parse_probe(stdout: bytes) -> Probe:
     """Parse probe.sh output. Lines that are not `key=value` (rc-file noise) are ignored."""
-    fields: dict[str, str] = {}
-    for raw in stdout.decode("ascii", "replace").splitlines():
-        key, sep, value = raw.partition("=")
-        if sep and key in {"now", "pid", "procs", "ss", "log_size", "log", "health"}:
-            fields[key] = value.strip()
+    fields = parse_fields(stdout, PROBE_KEYS)
     if "now" not in fields:
         raise ProbeParseError(f"probe output lacks 'now=': {stdout[:200]!r}")
     ss = fields.get("ss", "")

@@ -26,7 +26,7 @@ from firedup.config.inventory import HostSpec
 from firedup.errors import NotReadyError, WaitInterrupted
 from firedup.launch.runs import RunMeta
 from firedup.logscan import ScanState
-from firedup.node.base import Node, operator, run_script
+from firedup.node.base import Node, field_values, operator, run_script
 
 HISTORY_FILE = "history.jsonl"
 SCHEMA = 1
@@ -319,21 +319,19 @@ class PruneReport:
     refused: Mapping[str, str]  # planned for removal but kept by the node's own check, and why
 
 
-def _fields(stdout: bytes, key: str) -> list[str]:
-    prefix = f"{key}="
-    return [ln[len(prefix) :] for ln in stdout.decode().splitlines() if ln.startswith(prefix)]
-
-
 def prune_runs(node: Node, host: HostSpec, keep_runs: int) -> PruneReport:
     """Remove run directories past `keep_runs`; call it under the node's lock."""
     listing = run_script(node, "history_runs", host.workdir, what="list runs").stdout
-    current = (_fields(listing, "current") or [""])[0] or None
+    current = (field_values(listing, "current") or [""])[0] or None
     plan = plan_prune(
-        _fields(listing, "run"), current, read_history(node, host, PRUNE_HISTORY_LINES), keep_runs
+        field_values(listing, "run"),
+        current,
+        read_history(node, host, PRUNE_HISTORY_LINES),
+        keep_runs,
     )
     if not plan.remove:
         return PruneReport(removed=(), kept=plan.keep, refused={})
     out = run_script(node, "history_prune", host.workdir, *plan.remove, what="prune runs").stdout
-    removed = tuple(_fields(out, "removed"))
-    refused = dict(ln.partition(" ")[::2] for ln in _fields(out, "kept"))
+    removed = tuple(field_values(out, "removed"))
+    refused = dict(ln.partition(" ")[::2] for ln in field_values(out, "kept"))
     return PruneReport(removed=removed, kept=(*plan.keep, *refused), refused=refused)
