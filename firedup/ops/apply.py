@@ -104,19 +104,25 @@ def deploy_ranks(
         return _wait_and_record(ranks, locks, runs, options, hooks, how, say)
 
 
-def _retaking(lock: HeldLock, say: Progress) -> Callable[[], None]:
-    """A cheap check for the wait's guard: re-take the lock once its connection was renewed."""
+class _Retaker:
+    """Rank 0's lock during the wait: re-taken in the wait loop's guard once the loop said it
+    reconnected (before its next look: refresh itself reconnects) or the connection changed."""
 
-    def check() -> None:
-        if lock.node.generation == lock.generation:
+    def __init__(self, lock: HeldLock, say: Progress) -> None:
+        self.lock, self.say, self.pending = lock, say, False
+
+    def reconnected(self) -> None:
+        self.pending = True
+
+    def check(self) -> None:
+        if not self.pending and self.lock.node.generation == self.lock.generation:
             return
         try:
-            if lock.refresh():
-                say(LOCK_RETAKEN)
+            if self.lock.refresh():
+                self.say(LOCK_RETAKEN)
+            self.pending = False
         except TransientConnectError:
             pass  # still away: the next look tries again
-
-    return check
 
 
 def _wait_and_record(
@@ -134,13 +140,17 @@ def _wait_and_record(
         seen[:] = [status]
         hooks.on_status(status)
 
-    keep_rank0 = _retaking(locks[0], say(ranks[0]))
+    rank0 = _Retaker(locks[0], say(ranks[0]))
+
+    def reconnected(message: str) -> None:
+        hooks.on_reconnect(message)
+        rank0.reconnected()
 
     def guard() -> None:
         hooks.guard()
-        keep_rank0()
+        rank0.check()
 
-    watched = replace(hooks, on_status=remember, guard=guard)
+    watched = replace(hooks, on_status=remember, on_reconnect=reconnected, guard=guard)
     others = {r.rank: (lock, say(r)) for r, lock in zip(ranks[1:], locks[1:], strict=True)}
     try:
         status = wait_multinode(ranks, runs, options, watched, locks=others)
