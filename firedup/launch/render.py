@@ -13,14 +13,15 @@ import shlex
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
+
+if TYPE_CHECKING:
+    import jinja2
 
 # Package data: top-level templates/ in the checkout, firedup/templates/ in a wheel (setup.py).
 TEMPLATES_PACKAGE = "firedup.templates"
@@ -45,6 +46,8 @@ def _sh(value: Any) -> str:
 
 
 def _environment() -> jinja2.Environment:
+    import jinja2  # here, not at the top: `firedup status` and --help never render
+
     env = jinja2.Environment(
         loader=jinja2.PackageLoader(TEMPLATES_PACKAGE, "."),
         undefined=jinja2.StrictUndefined,
@@ -134,6 +137,8 @@ def render_launch(
         "placement": placement,
         "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
     }
+    import jinja2
+
     name = f"{deployment.engine.value}/launch.sh.j2"
     try:
         text = _environment().get_template(name).render(**context)

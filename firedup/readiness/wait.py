@@ -12,8 +12,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from tenacity import Retrying, retry_if_exception_type, wait_exponential
-
 from firedup.errors import NotReadyError, TransientConnectError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import Phase
@@ -160,6 +158,9 @@ def wait_ready(
     clock: Callable[[], float] = time.monotonic,
 ) -> WaitStatus:
     """Wait until every readiness signal agrees; raise when the run dies or the deadline passes."""
+    # Here, not at the top: tenacity pulls in asyncio, which only a wait needs (CLI start-up).
+    from tenacity import Retrying, retry_if_exception_type, wait_exponential
+
     watcher = RunWatcher(node, run, clock, options.phase_budgets_s, options.stall_after_s)
     waiter = Waiter(
         watcher,
