@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent setup shared by demo.sh and test.sh: a virtualenv in .venv with firedup and its
-# pinned stack installed (editable). Re-installs only when pyproject.toml changes.
+# pinned stack installed (editable). Re-installs only when pyproject.toml or setup.py changes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -10,7 +10,7 @@ if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
 fi
 [ -x .venv/bin/python ] || "$python" -m venv .venv
 stamp=.venv/.firedup-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml setup.py | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
   echo "$want" > "$stamp"
