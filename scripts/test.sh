@@ -24,7 +24,7 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== import layers (pyproject.toml [tool.importlinter])"
-.venv/bin/lint-imports
+.venv/bin/lint-imports --no-logo
 echo "== shellcheck"
 shellcheck -s bash firedup/node/sh/*.sh scripts/*.sh .ci/run
 # Three workers on two cores: most SSH tests wait on real processes and sockets, not the CPU.
