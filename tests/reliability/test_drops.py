@@ -193,7 +193,10 @@ def test_a_drop_before_an_upload_reconnects_or_says_so(make_host: Callable[..., 
 @pytest.fixture
 def sshd_dropping_at_auth(tmp_path: Path) -> Iterator[Sshd]:
     """An sshd whose every connection drops in the middle of public-key authentication."""
-    command = Path(__file__).with_name("drop_during_auth.sh")
+    # sshd splits the command into words and takes no quotes, and the checkout's path may hold
+    # a space: name it through a link in tmp_path (sshd checks the safety of the link's target).
+    command = tmp_path / "drop_during_auth.sh"
+    command.symlink_to(Path(__file__).with_name("drop_during_auth.sh"))
     # A Match block overrides the AuthorizedKeysFile of the base config: only the command.
     lines = ("Match all", "AuthorizedKeysFile none", f"AuthorizedKeysCommand {command}")
     proc, sshd = start_private_sshd(tmp_path / "sshd", *lines, "AuthorizedKeysCommandUser root")
