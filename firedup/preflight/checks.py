@@ -14,6 +14,7 @@ from firedup.engine import Engine
 from firedup.patching import PatchReport, PatchStatus
 from firedup.preflight.context import architectures, derived_context_length
 from firedup.preflight.facts import NodeFacts
+from firedup.preflight.flagcheck import check_flags
 from firedup.preflight.gaps import GAPS
 from firedup.preflight.model import Check, failed, passed, warned
 
@@ -33,6 +34,8 @@ class Situation:
     our_sid: int | None  # the session of our current run on this node, if any runs
     our_run: str | None
     restart: bool
+    script: str | None = None  # the launch script rendered for the node's engine release
+    render_error: str | None = None  # why it could not be (a knob the release lacks)
 
 
 def check_tools(s: Situation) -> Check:
@@ -64,6 +67,16 @@ def check_engine(s: Situation) -> Check:
         "engine",
         f"{name} {s.facts.engine_version or '(version unknown)'} "
         f"at {s.facts.engine_path} (python {s.facts.python_version})",
+    )
+
+
+def check_engine_flags(s: Situation) -> Check:
+    return check_flags(
+        s.deployment.engine,
+        s.facts.engine_version,
+        s.script,
+        s.render_error,
+        s.facts.engine_args,
     )
 
 
@@ -279,6 +292,7 @@ def check_disk(s: Situation) -> Check:
 CHECKS: tuple[Callable[[Situation], Check], ...] = (
     check_tools,
     check_engine,
+    check_engine_flags,
     check_models,
     check_context,
     check_model_hooks,
