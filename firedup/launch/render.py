@@ -35,6 +35,7 @@ class LaunchScript:
     text: str
     engine: Engine
     release: str = ""  # the engine release it was rendered for, as the header says
+    assumed: bool = False  # no node said which release: the deployment's or the newest
 
     @property
     def sha256(self) -> str:
@@ -155,7 +156,12 @@ def render_launch(
         raise RenderError(f"template {name}: {exc.message}") from None
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(f"template {exc.filename}:{exc.lineno}: {exc.message}") from None
-    return LaunchScript(text=text, engine=deployment.engine, release=spelling.release.version)
+    return LaunchScript(
+        text=text,
+        engine=deployment.engine,
+        release=spelling.release.version,
+        assumed=spelling.assumed,
+    )
 
 
 def check_bash_syntax(script: LaunchScript) -> None:

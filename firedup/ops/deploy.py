@@ -78,7 +78,7 @@ def plan_deploy(
 
 def for_release(plan: DeployPlan, engine_version: str | None) -> DeployPlan:
     """The plan rendered for the engine release installed on the node (as preflight read it)."""
-    if not engine_version or engine_version == plan.script.release:
+    if not engine_version or (engine_version == plan.script.release and not plan.script.assumed):
         return plan
     return plan_deploy(plan.host, plan.deployment, plan.run_id, plan.placement, engine_version)
 
