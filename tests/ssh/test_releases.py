@@ -88,6 +88,9 @@ def test_simulated_0_5_23_refuses_the_old_graph_flag_as_ambiguous(
         "--cuda-graph-max-bs-prefill"
     )
     wait_until(lambda: expected in log.read_text(), 30, "the engine's argparse error")
+    wait = fab("wait", "--host", "n", "--inventory", str(inv), timeout_s=60)
+    assert wait.returncode != 0
+    assert "bad_args" in wait.stdout + wait.stderr, wait.stdout + wait.stderr
     # A deploy asks the node first, renders for 0.5.23, and comes up.
     deploy = fab("deploy", "--host", "n", "--inventory", str(inv), timeout_s=180)
     assert deploy.returncode == 0, deploy.stdout + deploy.stderr

@@ -189,3 +189,22 @@ Other = Literal["mtp"]
     assert "--flag" in flags and "--no-flag" in flags
     assert "--api-key" in flags
     assert argscan.literal_alias([new], "Method") == ["eagle", "mtp"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "launch_server.py: error: ambiguous option: --cuda-graph-max-bs could match "
+        "--cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill",
+        "vllm serve: error: unrecognized arguments: --speculative-model /d",
+        "sglang serve: error: argument --speculative-algorithm: invalid choice: 'DFLASH' "
+        "(choose from 'EAGLE', 'EAGLE3')",
+    ],
+)
+def test_argparse_refusals_are_bad_args(line: str) -> None:
+    from firedup.logscan.model import Reason
+    from firedup.logscan.signatures import HINTS, match_signature
+
+    found = match_signature(line)
+    assert found is not None and found.reason is Reason.BAD_ARGS and found.strong
+    assert "fab preflight" in HINTS[Reason.BAD_ARGS]
