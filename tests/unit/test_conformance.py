@@ -5,6 +5,7 @@ The network-marked twin, tests/network/test_conformance_index.py, re-derives the
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,51 @@ def test_argparse_refusals_are_bad_args(line: str) -> None:
     found = match_signature(line)
     assert found is not None and found.reason is Reason.BAD_ARGS and found.strong
     assert "fab preflight" in HINTS[Reason.BAD_ARGS]
+
+
+def test_vllm_two_node_rank_one_script_matches_golden_and_passes_shellcheck(
+    tmp_path: Path,
+) -> None:
+    golden = Path(__file__).resolve().parents[1] / "fixtures" / "golden" / "vllm-rank1.launch.sh"
+    text = _script("vllm", "0.33.0", {"nodes": ["n0", "n1"], "tp": 16}, "n1")
+    assert text == golden.read_text()
+    script = tmp_path / "launch.sh"
+    script.write_text(text)
+    subprocess.run(["shellcheck", "-s", "bash", str(script)], check=True)
+
+
+def test_the_engine_flags_check_fails_warns_and_passes() -> None:
+    from firedup.preflight.facts import EngineArgs
+    from firedup.preflight.flagcheck import check_flags
+    from firedup.preflight.model import Outcome
+
+    script = _script(
+        "sglang", "0.5.9", {"cuda_graph_max_bs": 8, "args": {"mem-fraction-statik": 1}}
+    )
+    flags = {f: release("sglang", "0.5.9").choices(f) for f in release("sglang", "0.5.9").flags}
+    args = EngineArgs(("srt/server_args.py",), flags, None)
+    failed = check_flags(Engine.SGLANG, "0.5.9", script, None, args)
+    assert failed.outcome is Outcome.FAIL
+    assert "closest: --mem-fraction-static" in failed.detail
+    assert "--cuda-graph-max-bs" not in failed.detail  # rendered the 0.5.9 way: accepted
+    refused = check_flags(Engine.SGLANG, "0.4.4", None, "EAGLE3 ... first release 0.4.5", args)
+    assert refused.outcome is Outcome.FAIL and "0.4.5" in refused.detail
+    unread = check_flags(Engine.SGLANG, "0.5.9", script, None, EngineArgs((), {}, None, "boom"))
+    assert unread.outcome is Outcome.WARN and "boom" in unread.detail
+    clean = _script("sglang", "0.5.9", {"cuda_graph_max_bs": 8})
+    assert check_flags(Engine.SGLANG, "0.5.9", clean, None, args).outcome is Outcome.PASS
+
+
+def test_every_tracked_literal_is_one_firedup_reads_as_its_phase() -> None:
+    """The literals looked up in the wheels are the ones logscan's markers depend on."""
+    from firedup.logscan.rules import BAR_PHASES, MARKERS
+    from firedup.logscan.signatures import match_signature
+    from firedup.releases.conformance import LITERALS
+
+    for lit in LITERALS:
+        if lit.phase == "failure":
+            assert match_signature(lit.needle) is not None, lit
+            continue
+        markers = [(m.needle, m.phase.value) for m in MARKERS]
+        markers += [(label, phase.value) for label, phase in BAR_PHASES]
+        assert any(n in lit.needle and p == lit.phase for n, p in markers), lit
