@@ -22,6 +22,7 @@ from firedup.releases.conformance import (
     first_with_choice,
     newest,
     release,
+    releases,
 )
 
 CUDA_GRAPH_MAX_BS = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")
@@ -103,18 +104,12 @@ def vllm_method(deployment: Deployment, spec: Speculative, rel: Release) -> str:
     first = next(
         (
             v
-            for v in _vllm_releases()
+            for v in releases("vllm")
             if set(names) & set(release("vllm", v).speculative_methods or ())
         ),
         None,
     )
     raise _refuse(deployment, rel, f"speculative method {names[0]} ({spec.algorithm})", first)
-
-
-def _vllm_releases() -> list[str]:
-    from firedup.releases.conformance import releases
-
-    return releases("vllm")
 
 
 def _vllm(deployment: Deployment, rel: Release) -> tuple[str | None, bool]:
