@@ -102,20 +102,25 @@ def _constants(text: str) -> list[str]:
 
 
 def literals_in(zf: zipfile.ZipFile, engine: str) -> dict[str, str]:
-    """needle -> the first file whose string constants contain it (raw text filters first)."""
-    needles = [lit.needle for lit in LITERALS if lit.engine == engine]
+    """needle -> the first file whose string constants contain it or one of its printf forms
+    (raw text filters first)."""
+    wanted = [lit for lit in LITERALS if lit.engine == engine]
     found: dict[str, str] = {}
     for name in zf.namelist():
         if not (name.startswith(f"{engine}/") and name.endswith(".py")):
             continue
         text = zf.read(name).decode("utf-8", "replace")
-        maybe = [n for n in needles if n not in found and n in text]
+        maybe = [
+            lit
+            for lit in wanted
+            if lit.needle not in found and any(f in text for f in lit.searched)
+        ]
         if not maybe:
             continue
         constants = _constants(text)
-        for needle in maybe:
-            if any(needle in c for c in constants):
-                found[needle] = name[len(engine) + 1 :]
+        for lit in maybe:
+            if any(f in c for f in lit.searched for c in constants):
+                found[lit.needle] = name[len(engine) + 1 :]
     return found
 
 

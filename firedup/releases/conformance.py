@@ -52,6 +52,11 @@ class Literal:
     engine: str
     needle: str  # a verbatim piece of a string constant in the engine's package
     phase: str  # the logscan phase (or "failure") firedup reads it as
+    forms: tuple[str, ...] = ()  # printf forms that print the needle (vLLM: "%s" = "GPU")
+
+    @property
+    def searched(self) -> tuple[str, ...]:
+        return (self.needle, *self.forms)
 
 
 LITERALS: tuple[Literal, ...] = (
@@ -69,7 +74,7 @@ LITERALS: tuple[Literal, ...] = (
     Literal("vllm", "Starting to load model", "loading_weights"),
     Literal("vllm", "Model loading took", "loading_weights"),
     Literal("vllm", "Available KV cache memory", "kv_cache"),
-    Literal("vllm", "GPU KV cache size", "kv_cache"),
+    Literal("vllm", "GPU KV cache size", "kv_cache", forms=("%s KV cache size",)),
     Literal("vllm", "Graph capturing finished", "cuda_graph"),
     Literal("vllm", "Starting vLLM API server", "http_up"),
     Literal("vllm", "Starting vLLM server on", "http_up"),

@@ -132,3 +132,15 @@ def test_the_simulated_log_has_the_real_releases_lines(
         assert (needle in log) == (needle in has), needle
     banner = log.splitlines()[0]
     assert ("server_args={" in banner) == (version == "0.5.23")
+
+
+def test_the_simulated_vllm_log_has_the_real_releases_lines(launch: Callable[..., Any]) -> None:
+    scenario = scenarios.Scenario("tiny-vllm", "vllm", ("sim/models/tiny-llama",), "ready")
+    run = launch(scenario, FAST)
+    assert run.wait_text("Application startup complete.", 60), run.log()
+    log = run.log()
+    has = release("vllm", "0.33.0").facts["literals"]
+    printed = {lit.needle for lit in LITERALS if lit.engine == "vllm" and lit.needle in log}
+    assert sorted(printed - set(has)) == []
+    assert {"Starting to load model", "Available KV cache memory", "GPU KV cache size"} <= printed
+    assert "Starting vLLM server on" in printed and "Starting vLLM API server" not in log

@@ -67,10 +67,12 @@ def _config(args: Any) -> str:
 
 
 def _log_kv(args: Any, tokens: int) -> None:
-    kv_log.info(1087, f"GPU KV cache size: {tokens:,} tokens")
+    # One line in 0.33 (kv_cache_utils.py `update_kv_cache_capacity`, "%s KV cache size").
     length = args.max_model_len_resolved
     kv_log.info(
-        1091, f"Maximum concurrency for {length:,} tokens per request: {tokens / length:.2f}x"
+        1148,
+        f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {length:,} tokens per "
+        f"request: {tokens / length:.2f}x",
     )
 
 
