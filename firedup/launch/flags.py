@@ -53,7 +53,8 @@ class Spelling:
         rel = self.release
         notes = ["assumed, no node was asked"] if self.assumed else []
         if rel.checked != rel.version:
-            notes.append(f"flags as in {rel.checked}, the nearest older release checked")
+            which = "nearest older" if rel.is_after_checked else "oldest"
+            notes.append(f"flags as in {rel.checked}, the {which} release checked")
         return f"{rel.engine} {rel.version}" + (f" ({'; '.join(notes)})" if notes else "")
 
 

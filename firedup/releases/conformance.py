@@ -152,6 +152,14 @@ class Release:
     facts: Mapping[str, Any]
     flag_ranges: Mapping[str, str]
 
+    @property
+    def is_after_checked(self) -> bool:
+        """The asked version is at or after the release whose facts stand in for it."""
+        try:
+            return _v(self.version) >= _v(self.checked)
+        except InvalidVersion:
+            return True
+
     def accepts(self, flag: str) -> bool:
         here = _v(self.checked)
         return any(_v(a) <= here <= _v(b) for a, b in spans(self.flag_ranges.get(flag, "")))
