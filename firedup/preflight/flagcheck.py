@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from firedup.engine import Engine
 from firedup.preflight.facts import EngineArgs
 from firedup.preflight.model import Check, failed, passed, warned
+from firedup.preflight.situation import Situation
 
 NEGATIVE_NUMBER = re.compile(r"^-\d")
 
@@ -105,3 +106,9 @@ def check_flags(
             f"{' ...' if len(args.files) > 2 else ''} on the node)",
         )
     return passed(name, f"{len(flags)} flags accepted by {where} ({len(args.flags)} known)")
+
+
+def check_engine_flags(s: Situation) -> Check:
+    return check_flags(
+        s.deployment.engine, s.facts.engine_version, s.script, s.render_error, s.facts.engine_args
+    )
