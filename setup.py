@@ -12,6 +12,7 @@ setup(
     package_dir=MAPPED,
     package_data={
         "firedup.node.sh": ["*.sh", "*.py"],
+        "firedup.releases": ["*.json"],
         "firedup.templates": ["*.j2", "*/*.j2"],
         "firedup.patches": ["*.md", "*/*/*.yaml", "*/*/*.diff"],
     },
