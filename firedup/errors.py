@@ -127,6 +127,21 @@ class ServerCrashedError(DeployError):
 
     exit_code = 8
 
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        reason: str | None = None,
+        excerpt: tuple[str, ...] = (),
+        log_path: str | None = None,
+    ) -> None:
+        # The same facts as the message, as values, for `--json` readers.
+        super().__init__(message, hint=hint)
+        self.reason = reason
+        self.excerpt = excerpt
+        self.log_path = log_path
+
 
 class NotReadyError(DeployError):
     """The overall deadline passed while the server was still starting."""

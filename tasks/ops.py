@@ -15,6 +15,7 @@ from firedup.secrets import mask
 from firedup.shutdown import StopOutcome, stop_host
 from firedup.status import HostStatus, host_status
 from firedup.status_json import status_json
+from firedup.timeline import from_spans, inline_text
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
@@ -101,6 +102,8 @@ def status(
             for name, result in results.items():
                 if not isinstance(result, DeployError) and _details(result):
                     say(f"  {name}: {_details(result)}")
+                if not isinstance(result, DeployError) and result.scan is not None:
+                    say(f"  {name}: timeline {inline_text(from_spans(result.scan.phases))}")
         if any(isinstance(r, DeployError) for r in results.values()):
             sys.exit(3)
 
