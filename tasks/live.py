@@ -24,12 +24,12 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from firedup.config.secrets import mask
 from firedup.errors import DeployError
-from firedup.events import HostTracker, Kind, WaitEvent
 from firedup.logscan import Phase
-from firedup.readiness import Signals
-from firedup.secrets import mask
-from firedup.timeline import Step, duration_text, summary_line
+from firedup.readiness.events import HostTracker, Kind, WaitEvent
+from firedup.readiness.timeline import Step, duration_text, summary_line
+from firedup.readiness.watch import Signals
 
 REFRESH_PER_S = 4
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"

@@ -20,14 +20,14 @@ import threading
 from enum import StrEnum
 from typing import TYPE_CHECKING, TextIO
 
+from firedup.config.secrets import mask
 from firedup.errors import DeployError
-from firedup.events import HostTracker, WaitEvent
+from firedup.launch.runs import RunMeta
 from firedup.logscan import ScanState
-from firedup.readiness import WaitStatus
-from firedup.report import progress_key, progress_text
-from firedup.runs import RunMeta
-from firedup.secrets import mask
-from firedup.timeline import inline_text
+from firedup.readiness.events import HostTracker, WaitEvent
+from firedup.readiness.report import progress_key, progress_text
+from firedup.readiness.timeline import inline_text
+from firedup.readiness.watch import WaitStatus
 
 if TYPE_CHECKING:
     from tasks.live import LiveScreen
