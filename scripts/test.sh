@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: system packages the tests need (openssh-server for
-# the loopback sshd, shellcheck for the rendered scripts), the virtualenv, then lint, types, tests.
+# the loopback sshd, shellcheck for the rendered scripts, tmux for the live display), the virtualenv, then lint, types, tests.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/unit -k render).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ need=()
 command -v shellcheck > /dev/null || need+=(shellcheck)
 command -v ss > /dev/null || need+=(iproute2)
 command -v ps > /dev/null || need+=(procps)
+command -v tmux > /dev/null || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -7,7 +7,9 @@ non-zero and never hides another host's outcome.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -80,6 +82,14 @@ class Output:
         return choose_mode(json_out=self.json, plain=self.plain, follow=self.follow, out=sys.stderr)
 
 
+def _fitted(message: str) -> str:
+    """On a terminal, broken at words to its width: the terminal never wraps our lines."""
+    if not sys.stdout.isatty():
+        return message
+    width = shutil.get_terminal_size().columns - 1
+    return textwrap.fill(message, width=width, subsequent_indent="  ", break_long_words=False)
+
+
 def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
     """Ctrl-C stops waiting, never the servers: say so and how to come back."""
     if not started:
@@ -107,7 +117,7 @@ def _finish(results: dict[str, WaitStatus | DeployError], quiet: bool = False) -
         if isinstance(only, DeployError):
             raise only
         if not quiet:
-            say(_ready_message(key, only))
+            say(_fitted(_ready_message(key, only)))
         return
     rows = []
     for host, result in results.items():

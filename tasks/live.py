@@ -68,6 +68,16 @@ def line(cells: list[Cell], width: int, sep: str = "  ") -> Text:
     return text
 
 
+def middle_crop(text: str, width: int) -> str:
+    """One row: a message too long for the terminal keeps its start (what happened) and its
+    end (a path's file name), not a folded second row. Plain and --json keep it whole."""
+    if cell_len(text) <= width:
+        return text
+    head = max(1, width * 2 // 5)
+    tail = max(0, width - head - 1)
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
 def signal_marks(signals: Signals | None) -> str:
     if signals is None:
         return ""
@@ -149,7 +159,7 @@ class LiveScreen:
 
     def _print(self, text: Text | str) -> None:
         if isinstance(text, str):
-            text = Text(mask(text), overflow="fold")  # folded by us, never wrapped by the tty
+            text = Text(middle_crop(mask(text), self.console.width - 1), no_wrap=True)
         self.console.print(text, soft_wrap=False)
 
     def events(self, host: str, events: list[WaitEvent]) -> None:
@@ -213,32 +223,35 @@ class LiveScreen:
             return line(
                 host_cells(self.trackers[self.hosts[0]], self.frame, with_host=False), width
             )
-        return self._table(width)
-
-    def _table(self, width: int) -> Text:
-        waiting = [self.trackers[h] for h in self.hosts if self.trackers[h].result is None]
-        finished = len(self.hosts) - len(waiting)
-        failed = sum(isinstance(t.result, DeployError) for t in self.trackers.values())
-        head = (
-            f"{len(waiting)} waiting, {finished - failed} ready, {failed} failed "
-            f"of {len(self.hosts)} hosts"
-        )
-        room = max(1, self.console.height - 3)
-        shown = waiting if len(waiting) <= room else waiting[: room - 1]
-        rows = [host_cells(t, self.frame, with_host=True) for t in shown]
-        lines = [line([Cell(head, 100, "bold")], width), *_columns(rows, width)]
-        if len(shown) < len(waiting):
-            more = waiting[len(shown) :]
-            counts: dict[str, int] = {}
-            for t in more:
-                name = (t.phases.phase or Phase.LAUNCHING).value if t.waiting else "preparing"
-                counts[name] = counts.get(name, 0) + 1
-            detail = ", ".join(f"{n} {name}" for name, n in counts.items())
-            lines.append(line([Cell(f"… {len(more)} more: {detail}", 100, "dim")], width))
+        lines = fleet_lines(self.hosts, self.trackers, self.frame, width, self.console.height)
         return Text("\n", no_wrap=True).join(lines)
 
     def close(self) -> None:
         self.live.stop()
+
+
+def fleet_lines(
+    hosts: list[str], trackers: dict[str, HostTracker], frame: int, width: int, height: int
+) -> list[Text]:
+    """The fleet table: a count line, one row per waiting host, and the rows that do not fit
+    the terminal's height counted by phase on one last line."""
+    waiting = [trackers[h] for h in hosts if trackers[h].result is None]
+    failed = sum(isinstance(t.result, DeployError) for t in trackers.values())
+    ready = len(hosts) - len(waiting) - failed
+    head = f"{len(waiting)} waiting, {ready} ready, {failed} failed of {len(hosts)} hosts"
+    room = max(1, height - 3)
+    shown = waiting if len(waiting) <= room else waiting[: room - 1]
+    rows = [host_cells(t, frame, with_host=True) for t in shown]
+    lines = [line([Cell(head, 100, "bold")], width), *_columns(rows, width)]
+    if len(shown) < len(waiting):
+        counts: dict[str, int] = {}
+        for t in waiting[len(shown) :]:
+            name = (t.phases.phase or Phase.LAUNCHING).value if t.waiting else "preparing"
+            counts[name] = counts.get(name, 0) + 1
+        detail = ", ".join(f"{n} {name}" for name, n in counts.items())
+        more = f"… {len(waiting) - len(shown)} more: {detail}"
+        lines.append(line([Cell(more, 100, "dim")], width))
+    return lines
 
 
 def _columns(rows: list[list[Cell]], width: int) -> list[Text]:

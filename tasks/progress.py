@@ -122,7 +122,8 @@ class Board:
             events = tracker.finish(result)
             plain = []
             if tracker.waiting:
-                plain.append(f"[{host}] timeline: {inline_text(tracker.timeline())}")
+                failed = isinstance(result, DeployError)
+                plain.append(f"[{host}] timeline: {inline_text(tracker.timeline(), failed=failed)}")
             self._write(host, events, plain)
 
     def log(self, host: str, chunk: bytes) -> None:

@@ -113,23 +113,6 @@ def duration_text(seconds: float | None) -> str:
     return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
 
 
-def timeline_lines(timeline: Timeline, *, failed: bool = False) -> list[str]:
-    """The timeline as short lines: one per phase, then the total and the slowest phase."""
-    slowest = timeline.slowest
-    width = max((len(s.phase.value) for s in timeline.steps), default=0)
-    lines = []
-    for step in timeline.steps:
-        mark = "✗" if failed and step.open else ("…" if step.open else "✓")
-        note = "  slowest" if step is slowest and len(timeline.steps) > 1 else ""
-        if failed and step.open:
-            note = "  failed here"
-        lines.append(
-            f"  {mark} {step.phase.value.ljust(width)}  {duration_text(step.duration_s)}{note}"
-        )
-    lines.append(summary_line(timeline))
-    return lines
-
-
 def summary_line(timeline: Timeline) -> str:
     slowest = timeline.slowest
     text = f"  total {duration_text(timeline.total_s)}"
@@ -138,11 +121,13 @@ def summary_line(timeline: Timeline) -> str:
     return text
 
 
-def inline_text(timeline: Timeline) -> str:
-    """One line (plain output, tables): `a 1.2s, b 3.0s (slowest), c 0.4s; total 4.6s`."""
+def inline_text(timeline: Timeline, *, failed: bool = False) -> str:
+    """One line (plain output, status): `a 1.2s, b 3.0s (slowest), c 0.4s; total 4.6s`; with
+    `failed`, the last phase is the one the run failed in."""
     slowest = timeline.slowest
-    parts = [
-        f"{s.phase.value} {duration_text(s.duration_s)}{' (slowest)' if s is slowest else ''}"
-        for s in timeline.steps
-    ]
+    parts = []
+    for index, step in enumerate(timeline.steps):
+        last = index == len(timeline.steps) - 1
+        note = " (failed)" if failed and last else (" (slowest)" if step is slowest else "")
+        parts.append(f"{step.phase.value} {duration_text(step.duration_s)}{note}")
     return f"{', '.join(parts)}; total {duration_text(timeline.total_s)}"
