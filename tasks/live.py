@@ -27,7 +27,7 @@ from rich.text import Text
 from firedup.config.secrets import mask
 from firedup.errors import DeployError
 from firedup.logscan import Phase
-from firedup.readiness.events import HostTracker, Kind, WaitEvent
+from firedup.readiness.events import HostTracker, Kind, WaitEvent, ending
 from firedup.readiness.timeline import Step, duration_text, summary_line
 from firedup.readiness.watch import Signals
 
@@ -126,12 +126,15 @@ def host_cells(tracker: HostTracker, frame: int, *, with_host: bool) -> list[Cel
     ]
 
 
-def step_line(step: Step, width: int, name_cells: int, *, failed: bool) -> Text:
-    mark, style = ("✗", "red") if failed else ("✓", "green")
+def step_line(step: Step, width: int, name_cells: int, *, ended: str = "") -> Text:
+    """A completed phase; `ended` names how the last one ended when it was not a success."""
+    mark, style = ("✓", "green") if not ended else ("✗", "red")
+    if ended == "interrupted":
+        mark, style = "■", "yellow"
     cells = [
         Cell(f"  {mark} {step.phase.value.ljust(name_cells)}", 100, style),
         Cell(duration_text(step.duration_s), 90),
-        Cell("failed here" if failed else "", 50, "red"),
+        Cell(ended + (" here" if ended == "failed" else ""), 50, style),
     ]
     return line(cells, width)
 
@@ -184,12 +187,10 @@ class LiveScreen:
         closed = steps if done else steps[:-1]
         width = self.console.width - 1
         name_cells = max(len(p.value) for p in Phase)
-        failed = isinstance(tracker.result, DeployError)
+        ended = ending(tracker.result)
         for index in range(self.printed_steps[host], len(closed)):
             last = index == len(closed) - 1
-            self._print(
-                step_line(closed[index], width, name_cells, failed=done and failed and last)
-            )
+            self._print(step_line(closed[index], width, name_cells, ended=ended if last else ""))
         self.printed_steps[host] = len(closed)
         if done and tracker.waiting:
             self._print(Text(summary_line(tracker.timeline()), no_wrap=True, overflow="ellipsis"))

@@ -24,7 +24,7 @@ from firedup.config.secrets import mask
 from firedup.errors import DeployError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import ScanState
-from firedup.readiness.events import HostTracker, WaitEvent
+from firedup.readiness.events import HostTracker, WaitEvent, ending
 from firedup.readiness.report import progress_key, progress_text
 from firedup.readiness.timeline import inline_text
 from firedup.readiness.watch import WaitStatus
@@ -122,8 +122,8 @@ class Board:
             events = tracker.finish(result)
             plain = []
             if tracker.waiting:
-                failed = isinstance(result, DeployError)
-                plain.append(f"[{host}] timeline: {inline_text(tracker.timeline(), failed=failed)}")
+                text = inline_text(tracker.timeline(), ended=ending(result))
+                plain.append(f"[{host}] timeline: {text}")
             self._write(host, events, plain)
 
     def log(self, host: str, chunk: bytes) -> None:

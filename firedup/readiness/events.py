@@ -225,6 +225,13 @@ class HostTracker:
         return events
 
 
+def ending(result: WaitStatus | DeployError | None) -> str:
+    """How the last phase of a timeline ended, in a word; empty for a success or no result."""
+    if result is None or isinstance(result, WaitStatus):
+        return ""
+    return {"failed": "failed", "not-ready": "not ready"}.get(outcome_name(result), "interrupted")
+
+
 def outcome_name(error: DeployError) -> str:
     if isinstance(error, WaitInterrupted):
         return "interrupted"

@@ -121,13 +121,13 @@ def summary_line(timeline: Timeline) -> str:
     return text
 
 
-def inline_text(timeline: Timeline, *, failed: bool = False) -> str:
-    """One line (plain output, status): `a 1.2s, b 3.0s (slowest), c 0.4s; total 4.6s`; with
-    `failed`, the last phase is the one the run failed in."""
+def inline_text(timeline: Timeline, *, ended: str = "") -> str:
+    """One line (plain output, status): `a 1.2s, b 3.0s (slowest), c 0.4s; total 4.6s`;
+    `ended` notes how the last phase ended when it was not a success (failed, interrupted)."""
     slowest = timeline.slowest
     parts = []
     for index, step in enumerate(timeline.steps):
         last = index == len(timeline.steps) - 1
-        note = " (failed)" if failed and last else (" (slowest)" if step is slowest else "")
+        note = f" ({ended})" if ended and last else (" (slowest)" if step is slowest else "")
         parts.append(f"{step.phase.value} {duration_text(step.duration_s)}{note}")
     return f"{', '.join(parts)}; total {duration_text(timeline.total_s)}"

@@ -13,7 +13,7 @@ from firedup.config.inventory import Engine
 from firedup.errors import NotReadyError, ServerCrashedError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import LogScanner, Phase, ScanState
-from firedup.readiness.events import HostTracker, Kind, WaitEvent
+from firedup.readiness.events import HostTracker, Kind, WaitEvent, ending
 from firedup.readiness.timeline import PhaseClock, duration_text, from_spans, inline_text
 from firedup.readiness.watch import Signals, WaitStatus
 
@@ -117,7 +117,7 @@ def test_a_crash_ends_in_one_verdict_naming_the_reason_the_hint_and_the_log() ->
     assert verdicts[0]["outcome"] == "failed" and verdicts[0]["reason"] == "oom"
     assert verdicts[0]["exit_code"] == 8 and verdicts[0]["excerpt"] and verdicts[0]["hint"]
     assert verdicts[0]["phase"] == "cuda_graph"
-    text = inline_text(tracker.timeline(), failed=True)
+    text = inline_text(tracker.timeline(), ended=ending(error))
     assert "cuda_graph" in text and text.split(";")[0].endswith("(failed)")
 
 
