@@ -95,7 +95,7 @@ def signal_marks(signals: Signals | None) -> str:
 
 def bar_graphic(done: int, total: int) -> str:
     filled = round(BAR_CELLS * done / total) if total else 0
-    return "━" * filled + "╺" * (BAR_CELLS - filled)
+    return "━" * filled + "─" * (BAR_CELLS - filled)
 
 
 def _short(label: str) -> str:
@@ -184,7 +184,7 @@ class LiveScreen:
         tracker = self.trackers[host]
         steps = tracker.timeline().steps
         done = tracker.result is not None
-        closed = steps if done else steps[:-1]
+        closed = [s for s in steps if not s.open]  # ready closes warmup before the verdict
         width = self.console.width - 1
         name_cells = max(len(p.value) for p in Phase)
         ended = ending(tracker.result)
@@ -202,7 +202,7 @@ class LiveScreen:
         slowest = timeline.slowest
         result = tracker.result
         if isinstance(result, DeployError):
-            first = result.message.splitlines()[0]
+            first = result.message.splitlines()[0].removeprefix(f"{host}: ")
             cells = [Cell(f"✗ {host}", 100, "red"), Cell("FAILED", 99, "red"), Cell(first, 40)]
         else:
             cells = [Cell(f"✓ {host}", 100, "green"), Cell("READY", 99, "green")]

@@ -43,6 +43,7 @@ from tests.conftest import (
 pytestmark = pytest.mark.ssh
 
 SCHEMA = json.loads((REPO / "docs" / "events.schema.json").read_text())
+STATUS_SCHEMA = json.loads((REPO / "docs" / "status.schema.json").read_text())
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 LIVE = re.compile(rf"^[{SPINNER}] (?P<phase>[a-z_]+)\s.*?(?P<in_phase>[0-9.hms]+) in phase")
 RECORD_EXIT = (  # Ctrl-C reaches the whole pane's group: the wrapper waits on, fab decides
@@ -200,8 +201,19 @@ def test_deploy_json_is_an_event_stream(
     inv = story_v5(sshd, tmp_path, write_inventory, FIREDUP_SIM_SPEED="1")
     try:
         done = fab("deploy", "--host", "v5", "--inventory", str(inv), "--json")
+        status = fab("status", "--host", "v5", "--inventory", str(inv), "--json")
+        history = fab("history", "--host", "v5", "--inventory", str(inv), "--json")
     finally:
         stop_runs(inv)
+    # The same timeline in `fab status` (from the log's timestamps) and in the history record.
+    host = json.loads(status.stdout)["hosts"][0]
+    jsonschema.validate(json.loads(status.stdout), STATUS_SCHEMA)
+    logged = [s["phase"] for s in host["timeline"]["phases"]]
+    assert logged[0] == "launching" and "draft_cuda_graph" in logged and "warmup" in logged
+    assert host["timeline"]["slowest"] in logged and host["timeline"]["total_s"] is not None
+    record = json.loads(history.stdout)[-1]
+    assert record["outcome"] == "ready" and record["run_id"] == host["run_id"]
+    assert [p["phase"] for p in record["phases"] if p["phase"] != "ready"] == logged
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     events = events_of(done.stdout)
@@ -213,9 +225,9 @@ def test_deploy_json_is_an_event_stream(
     phases = [e["phase"] for e in events if e["event"] == "phase"]
     assert [p for p in phases if p in order] == order
     capture = [e["done"] for e in events if e["event"] == "progress" and e["phase"] == "cuda_graph"]
-    # Readings as the stream delivered them (a chunk can hold several redraws): moving forward
-    # to the end of the bar.
-    assert len(set(capture)) >= 2 and capture[-1] == 23 and capture == sorted(capture)
+    # Readings as the stream delivered them (a chunk can hold several redraws, and the bar's
+    # end and the next phase can come in one): moving forward, never past the total.
+    assert len(set(capture)) >= 2 and capture == sorted(capture) and capture[-1] <= 23
     assert events[-2]["outcome"] == "ready" and events[-2]["exit_code"] == 0
     assert events[-1]["slowest"] in order
 
