@@ -7,11 +7,8 @@ non-zero and never hides another host's outcome.
 
 from __future__ import annotations
 
-import shutil
 import sys
-import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from fabric import task
 from invoke.context import Context
@@ -42,7 +39,7 @@ from tasks.common import (
     say,
 )
 from tasks.plan import show_plan
-from tasks.progress import Board, HostView, Mode, choose_mode
+from tasks.progress import Board, HostView, Mode, Output, fitted
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
@@ -66,28 +63,6 @@ def _hooks(view: HostView) -> WaitHooks:
     return WaitHooks(
         on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
     )
-
-
-@dataclass(frozen=True)
-class Output:
-    """How a fleet command shows its wait: --follow, --json, --plain."""
-
-    follow: bool = False
-    json: bool = False
-    plain: bool = False
-
-    def mode(self) -> Mode:
-        if self.json and self.follow:
-            raise UsageError("--json and --follow do not mix: the log would break the JSON")
-        return choose_mode(json_out=self.json, plain=self.plain, follow=self.follow, out=sys.stderr)
-
-
-def _fitted(message: str) -> str:
-    """On a terminal, broken at words to its width: the terminal never wraps our lines."""
-    if not sys.stdout.isatty():
-        return message
-    width = shutil.get_terminal_size().columns - 1
-    return textwrap.fill(message, width=width, subsequent_indent="  ", break_long_words=False)
 
 
 def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
@@ -117,7 +92,7 @@ def _finish(results: dict[str, WaitStatus | DeployError], quiet: bool = False) -
         if isinstance(only, DeployError):
             raise only
         if not quiet:
-            say(_fitted(_ready_message(key, only)))
+            say(fitted(_ready_message(key, only)))
         return
     rows = []
     for host, result in results.items():
@@ -174,23 +149,16 @@ def _run_fleet(c: Context, inv: Inventory, selector: str, output: Output, work: 
     mode = output.mode()
     board = Board(list(units), follow=output.follow, mode=mode)
     started: dict[str, RunMeta] = {}
-
-    def one(key: str) -> WaitStatus:
-        try:
-            status = work(c, inv, units[key], board.view(key), started)
-        except DeployError as exc:
-            board.finish(key, exc)
-            raise
-        board.finish(key, status)
-        return status
-
     try:
-        results = per_host(list(units), one)
+        results = per_host(
+            list(units),
+            lambda key: board.watch(
+                key, lambda: work(c, inv, units[key], board.view(key), started)
+            ),
+        )
     except KeyboardInterrupt:
         error = _interrupted(started, ",".join(units))
-        for key in units:
-            if board.trackers[key].result is None:
-                board.finish(key, error)
+        board.interrupted(error)
         raise error from None
     finally:
         board.close()

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import textwrap
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, TextIO
 
 from firedup.config.secrets import mask
-from firedup.errors import DeployError
+from firedup.errors import DeployError, UsageError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import ScanState
 from firedup.readiness.events import HostTracker, WaitEvent, ending
@@ -48,6 +52,28 @@ def choose_mode(*, json_out: bool, plain: bool, follow: bool, out: TextIO) -> Mo
     if os.environ.get("TERM", "") in {"", "dumb", "unknown"}:
         return Mode.PLAIN
     return Mode.LIVE
+
+
+@dataclass(frozen=True)
+class Output:
+    """How a fleet command shows its wait: --follow, --json, --plain."""
+
+    follow: bool = False
+    json: bool = False
+    plain: bool = False
+
+    def mode(self) -> Mode:
+        if self.json and self.follow:
+            raise UsageError("--json and --follow do not mix: the log would break the JSON")
+        return choose_mode(json_out=self.json, plain=self.plain, follow=self.follow, out=sys.stderr)
+
+
+def fitted(message: str) -> str:
+    """On a terminal, broken at words to its width: the terminal never wraps our lines."""
+    if not sys.stdout.isatty():
+        return message
+    width = shutil.get_terminal_size().columns - 1
+    return textwrap.fill(message, width=width, subsequent_indent="  ", break_long_words=False)
 
 
 class Board:
@@ -125,6 +151,22 @@ class Board:
                 text = inline_text(tracker.timeline(), ended=ending(result))
                 plain.append(f"[{host}] timeline: {text}")
             self._write(host, events, plain)
+
+    def watch(self, host: str, work: Callable[[], WaitStatus]) -> WaitStatus:
+        """Run one host's work; its verdict and timeline go out the moment it ends."""
+        try:
+            status = work()
+        except DeployError as exc:
+            self.finish(host, exc)
+            raise
+        self.finish(host, status)
+        return status
+
+    def interrupted(self, error: DeployError) -> None:
+        """Ctrl-C: every host still waiting ends with `error` (the servers keep running)."""
+        for host in self.hosts:
+            if self.trackers[host].result is None:
+                self.finish(host, error)
 
     def log(self, host: str, chunk: bytes) -> None:
         if not self.follow:
