@@ -27,7 +27,7 @@ from rich.text import Text
 from firedup.config.secrets import mask
 from firedup.errors import DeployError
 from firedup.logscan import Phase
-from firedup.readiness.events import HostTracker, Kind, WaitEvent, ending
+from firedup.readiness.events import HostTracker, Kind, WaitEvent, ending, outcome_name
 from firedup.readiness.timeline import Step, duration_text, summary_line
 from firedup.readiness.watch import Signals
 
@@ -203,7 +203,8 @@ class LiveScreen:
         result = tracker.result
         if isinstance(result, DeployError):
             first = result.message.splitlines()[0].removeprefix(f"{host}: ")
-            cells = [Cell(f"✗ {host}", 100, "red"), Cell("FAILED", 99, "red"), Cell(first, 40)]
+            word = outcome_name(result).upper()
+            cells = [Cell(f"✗ {host}", 100, "red"), Cell(word, 99, "red"), Cell(first, 40)]
         else:
             cells = [Cell(f"✓ {host}", 100, "green"), Cell("READY", 99, "green")]
         cells += [
