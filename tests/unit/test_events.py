@@ -170,3 +170,29 @@ def test_phase_clock_and_durations() -> None:
     assert slowest.phase is Phase.LOADING_WEIGHTS
     texts = [duration_text(s) for s in (0.42, 12.0, 372.0, 3720.0)]
     assert texts == ["0.4s", "12s", "6m12s", "1h02m"]
+
+
+def test_signals_stall_and_reconnect_events_validate() -> None:
+    from firedup.readiness.budgets import StallWarning
+
+    clock = Clock()
+    tracker = HostTracker("gpu-node", clock=clock)
+    tracker.started(run_meta())
+    scan = LogScanner(engine=Engine.SGLANG).state
+    warning = StallWarning(Phase.CUDA_GRAPH, 950.0, 70.0, 900.0, "a bar at 0/N is JIT work")
+    status = WaitStatus(
+        run=run_meta(),
+        signals=Signals(alive=True, log_ready=False, listening=False),
+        scan=scan,
+        log_offset=0,
+        elapsed_s=1.0,
+        warning=warning,
+    )
+    events = tracker.status(status) + tracker.status(status) + tracker.reconnect("dropped")
+    kinds = [e.kind for e in events]
+    assert kinds.count(Kind.SIGNALS) == 1  # only on a change
+    assert kinds.count(Kind.STALL) == 2 and kinds[-1] is Kind.RECONNECT
+    for event in events:
+        VALIDATOR.validate(event.to_json())
+    stall = next(e.data for e in events if e.kind is Kind.STALL)
+    assert stall["phase"] == "cuda_graph" and stall["budget_s"] == 900.0
