@@ -141,11 +141,11 @@ class HostTracker:
     def reconnect(self, text: str) -> list[WaitEvent]:
         return [self._event(Kind.RECONNECT, text=text)]
 
-    def _phase(self, phase: Phase) -> list[WaitEvent]:
+    def _phase(self, phase: Phase, at: float | None = None) -> list[WaitEvent]:
         current = self.phases.phase
         if current is not None and phase.order <= current.order:
             return []  # phases only move forward (an open port can run ahead of the log)
-        now = self.clock()
+        now = self.clock() if at is None else at
         closed = self.phases.enter(phase, now)
         self.bar = None
         return [
@@ -164,8 +164,9 @@ class HostTracker:
         now = self.clock()
         if scan.bytes_seen != self.bytes_seen:
             self.bytes_seen, self.log_grew_at = scan.bytes_seen, now
+        events = self._catch_up(scan)
         # Every phase the log walked through, in order: one chunk can hold several.
-        events = [e for span in scan.phases for e in self._phase(span.phase)]
+        events += [e for span in scan.phases for e in self._phase(span.phase)]
         events += self._phase(scan.phase)
         bar = scan.progress
         if bar is not None and bar != self.bar:
@@ -177,6 +178,22 @@ class HostTracker:
                 events.append(
                     self._event(Kind.PROGRESS, phase=scan.phase.value, **progress_json(bar))
                 )
+        return events
+
+    def _catch_up(self, scan: ScanState) -> list[WaitEvent]:
+        """The first look at a run already under way (`fab wait` re-attaching): the phases it
+        went through before are timed by the log's own timestamps, not all at this moment."""
+        last = scan.last_timestamp
+        if self.phases.entered or last is None:
+            return []
+        now = self.clock()
+        events = []
+        for span in scan.phases:
+            if span.start is not None:
+                ago = max(0.0, (last - span.start).total_seconds())
+                events += self._phase(span.phase, at=now - ago)
+        if self.phases.entered:
+            self.phases.started = min(self.phases.started, self.phases.entered[0][1])
         return events
 
     def status(self, status: WaitStatus) -> list[WaitEvent]:

@@ -196,3 +196,17 @@ def test_signals_stall_and_reconnect_events_validate() -> None:
         VALIDATOR.validate(event.to_json())
     stall = next(e.data for e in events if e.kind is Kind.STALL)
     assert stall["phase"] == "cuda_graph" and stall["budget_s"] == 900.0
+
+
+def test_reattaching_times_the_past_phases_by_the_logs_timestamps() -> None:
+    """`fab wait` on a run already far along: its past phases keep their real durations."""
+    clock = Clock()
+    tracker = HostTracker("gpu-node", clock=clock)
+    scanner = LogScanner(engine=Engine.SGLANG)
+    scanner.feed(READY_LOG.read_bytes())  # the whole log arrives in the first chunk
+    tracker.scan(scanner.state)
+    seen = {s.phase: s.duration_s for s in tracker.timeline().steps if not s.open}
+    logged = {s.phase: s.duration_s for s in from_spans(scanner.state.phases).steps}
+    assert seen and seen.keys() <= logged.keys() and any(seen.values())
+    assert all(seen[p] == logged[p] for p in seen)
+    assert tracker.elapsed_s() >= sum(d or 0 for d in seen.values())
