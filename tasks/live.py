@@ -203,8 +203,10 @@ class LiveScreen:
         result = tracker.result
         if isinstance(result, DeployError):
             first = result.message.splitlines()[0].removeprefix(f"{host}: ")
-            word = outcome_name(result).upper()
-            cells = [Cell(f"✗ {host}", 100, "red"), Cell(word, 99, "red"), Cell(first, 40)]
+            word = outcome_name(result)
+            mark, style = ("■", "yellow") if word == "interrupted" else ("✗", "red")
+            cells = [Cell(f"{mark} {host}", 100, style), Cell(word.upper(), 99, style)]
+            cells.append(Cell(first, 40))
         else:
             cells = [Cell(f"✓ {host}", 100, "green"), Cell("READY", 99, "green")]
         cells += [

@@ -92,6 +92,7 @@ class Board:
         self.trackers = {host: HostTracker(host) for host in hosts}
         self.lock = threading.Lock()
         self.plain_keys: dict[str, object] = {}
+        self.closed = False
         self.screen: LiveScreen | None = None
         if self.mode is Mode.LIVE:
             from tasks.live import LiveScreen  # rich, only when a display is shown
@@ -103,6 +104,8 @@ class Board:
 
     def _write(self, host: str, events: list[WaitEvent], plain: list[str] | None = None) -> None:
         """Hand events to the renderer of this mode (called under the board's lock)."""
+        if self.closed:
+            return  # a host thread still running after Ctrl-C: the command has said its last
         if self.mode is Mode.JSON:
             for event in events:
                 sys.stdout.write(mask(json.dumps(event.to_json(), ensure_ascii=False)) + "\n")
@@ -169,7 +172,7 @@ class Board:
                 self.finish(host, error)
 
     def log(self, host: str, chunk: bytes) -> None:
-        if not self.follow:
+        if not self.follow or self.closed:
             return
         text = mask(chunk.decode("utf-8", "replace").replace("\r", "\n"))
         if len(self.hosts) > 1:
@@ -181,6 +184,7 @@ class Board:
     def close(self) -> None:
         """End the live display (the terminal is left clean: cursor shown, region settled)."""
         with self.lock:
+            self.closed = True
             if self.screen is not None:
                 self.screen.close()
                 self.screen = None
