@@ -147,6 +147,7 @@ class LiveScreen:
         self.trackers = trackers
         self.fleet = len(hosts) > 1
         self.printed_steps = dict.fromkeys(hosts, 0)
+        self.summed: set[str] = set()
         self.frame = 0
         # highlight off: our text is not code; NO_COLOR and resizes are rich's to honour.
         self.console = Console(file=out, highlight=False, soft_wrap=False)
@@ -192,7 +193,9 @@ class LiveScreen:
             last = index == len(closed) - 1
             self._print(step_line(closed[index], width, name_cells, ended=ended if last else ""))
         self.printed_steps[host] = len(closed)
-        if done and tracker.waiting:
+        ready = tracker.phases.phase is Phase.READY  # the timeline is complete: say it now
+        if (done or ready) and tracker.waiting and host not in self.summed:
+            self.summed.add(host)
             self._print(Text(summary_line(tracker.timeline()), no_wrap=True, overflow="ellipsis"))
 
     def _summary(self, host: str) -> None:
