@@ -93,6 +93,7 @@ class Tmux:
         self.conf = root / "tmux.conf"
         self.conf.write_text("set -g remain-on-exit on\nset -g status off\n")
         self.status = root / "exit-status"
+        self.socket: Path | None = None
 
     def tmux(self, *args: str) -> str:
         argv = ["tmux", "-L", self.name, "-f", str(self.conf), *args]
@@ -105,6 +106,7 @@ class Tmux:
         self.status.unlink(missing_ok=True)
         wrapper = [sys.executable, "-c", RECORD_EXIT, str(self.status), *argv]
         self.tmux("new-session", "-d", "-s", "t", "-x", str(width), "-y", "50", *wrapper)
+        self.socket = Path(self.tmux("display-message", "-p", "#{socket_path}").strip())
 
     def screen(self) -> str:
         # -J joins rows the terminal wrapped: a wrapped line comes back longer than the width.
@@ -118,6 +120,8 @@ class Tmux:
 
     def kill(self) -> None:
         subprocess.run(["tmux", "-L", self.name, "kill-server"], capture_output=True, timeout=10)
+        if self.socket is not None:  # tmux leaves its socket file behind
+            self.socket.unlink(missing_ok=True)
 
 
 @pytest.fixture
