@@ -32,6 +32,7 @@ from tasks.common import (
     INVENTORY_HELP,
     connect,
     connected,
+    fitted,
     get_inventory,
     per_host,
     reporting,
@@ -39,7 +40,7 @@ from tasks.common import (
     say,
 )
 from tasks.plan import show_plan
-from tasks.progress import Board, HostView, Mode, Output, fitted
+from tasks.progress import Board, HostView, Mode, Output
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
@@ -92,7 +93,7 @@ def _finish(results: dict[str, WaitStatus | DeployError], quiet: bool = False) -
         if isinstance(only, DeployError):
             raise only
         if not quiet:
-            say(fitted(_ready_message(key, only)))
+            say(fitted(_ready_message(key, only), sys.stdout))
         return
     rows = []
     for host, result in results.items():

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
-import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -66,14 +64,6 @@ class Output:
         if self.json and self.follow:
             raise UsageError("--json and --follow do not mix: the log would break the JSON")
         return choose_mode(json_out=self.json, plain=self.plain, follow=self.follow, out=sys.stderr)
-
-
-def fitted(message: str) -> str:
-    """On a terminal, broken at words to its width: the terminal never wraps our lines."""
-    if not sys.stdout.isatty():
-        return message
-    width = shutil.get_terminal_size().columns - 1
-    return textwrap.fill(message, width=width, subsequent_indent="  ", break_long_words=False)
 
 
 class Board:

@@ -284,3 +284,23 @@ def test_ctrl_c_leaves_the_terminal_clean_and_no_color_is_respected(
     assert "interrupted; the server keeps running" in final
     assert tmux.tmux("display-message", "-p", "-t", "t", "#{cursor_flag}").strip() == "1"
     check_screen(final, 100)
+
+
+def test_a_crash_on_screen_marks_the_phase_and_gives_the_reason_unwrapped(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path], tmux: Tmux
+) -> None:
+    inv = story_v5(
+        sshd, tmp_path, write_inventory, FIREDUP_SIM_FAULT="oom_capture", FIREDUP_SIM_SPEED="2"
+    )
+    try:
+        tmux.start(80, [FAB, "deploy", "--host", "v5", "--inventory", str(inv)])
+        wait_until(tmux.dead, timeout_s=120, what="fab deploy to end")
+    finally:
+        stop_runs(inv)
+    final = tmux.screen()
+    assert tmux.exit_status() == 8, final
+    too_wide = [ln for ln in final.splitlines() if len(ln.rstrip()) > 80]
+    assert not too_wide, too_wide  # the error message too is broken to the width
+    assert re.search(r"^  ✗ cuda_graph\s+\S+\s+failed here$", final, re.M), final
+    assert "server failed in phase cuda_graph: oom" in final and "hint:" in final
+    assert not LIVE.search(final), final
