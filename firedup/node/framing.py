@@ -1,0 +1,88 @@
+"""Framing of firedup's own remote output, so a chatty login shell is never parsed as data.
+
+sshd runs every command through the login user's shell (`$SHELL -c LINE`), and that shell
+first reads startup files: a `~/.bashrc`, `~/.zshenv` or `config.fish` that prints a banner or
+a conda notice puts it in front of our output. So the line sent is a fixed wrapper that any
+shell (bash, zsh, fish, dash, csh) parses alike: `exec /bin/sh -c '<wrapper>' firedup MARK B64`
+(no backslash, no single quote, one line). The wrapper prints a marker unique to this call on
+stdout and stderr, decodes the real command (shlex-joined argv, base64: only [A-Za-z0-9+/=])
+and execs it. Everything before the marker came from the startup files; everything after is
+the command's. Nothing runs after the command: the login shell and sh both exec'd away.
+"""
+
+from __future__ import annotations
+
+import base64
+import secrets
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+WRAPPER = (
+    'echo "$1"; echo "$1" >&2; '
+    'c=$(printf %s "$2" | base64 -d) || { echo "firedup: cannot decode the command '
+    '(base64 missing on the node?)" >&2; exit 126; }; eval "exec $c"'
+)
+NO_WRAPPER_EXIT = 125  # what a missing start marker means: the wrapper never ran
+
+
+def new_marker() -> str:
+    return f"firedup-{secrets.token_hex(8)}"
+
+
+def framed_command(argv: Sequence[str], marker: str) -> str:
+    """The one line sent to the login shell for argv."""
+    encoded = base64.b64encode(shlex.join(argv).encode()).decode()
+    return shlex.join(["exec", "/bin/sh", "-c", WRAPPER, "firedup", marker, encoded])
+
+
+@dataclass(frozen=True)
+class Unframed:
+    data: bytes  # what the command printed
+    prelude: bytes  # what the login shell's startup files printed before it
+    framed: bool  # the marker was seen: the command really ran
+
+
+def unframe(raw: bytes, marker: str) -> Unframed:
+    """Split raw channel output at this call's marker line."""
+    tag = marker.encode() + b"\n"
+    at = raw.find(tag)
+    if at < 0:
+        return Unframed(raw, b"", False)
+    return Unframed(raw[at + len(tag) :], raw[:at], True)
+
+
+class StreamUnframer:
+    """unframe() for a stream: holds bytes back only until the marker line has passed."""
+
+    def __init__(self, marker: str) -> None:
+        self._marker = marker
+        self._head = b""
+        self.started = False
+        self.prelude = b""
+
+    def feed(self, chunk: bytes) -> bytes:
+        if self.started:
+            return chunk
+        self._head += chunk
+        found = unframe(self._head, self._marker)
+        if not found.framed:
+            return b""
+        self.started, self.prelude, self._head = True, found.prelude, b""
+        return found.data
+
+    def leftover(self) -> bytes:
+        """At the end of a stream that never showed the marker: all of it, for the message."""
+        return self._head
+
+
+def startup_files(shell: str) -> str:
+    """Where the login shell of `shell` (its path) reads commands for `ssh node CMD`."""
+    name = shell.rsplit("/", 1)[-1]
+    if name == "bash":
+        return "~/.bashrc (or /etc/bash.bashrc)"
+    if name == "zsh":
+        return "~/.zshenv (or /etc/zsh/zshenv)"
+    if name == "fish":
+        return "~/.config/fish/config.fish (or conf.d/*.fish)"
+    return f"the startup files of {shell or 'the login shell'}"
