@@ -8,6 +8,8 @@ shell (bash, zsh, fish, dash, csh) parses alike: `exec /bin/sh -c '<wrapper>' fi
 stdout and stderr, decodes the real command (shlex-joined argv, base64: only [A-Za-z0-9+/=])
 and execs it. Everything before the marker came from the startup files; everything after is
 the command's. Nothing runs after the command: the login shell and sh both exec'd away.
+SHLVL is kept at 1 or more: bash's `exec` lowers it to 0, and a bash started by sshd with
+SHLVL 0 counts as top level and reads ~/.bashrc again (the banner would land in server.log).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 WRAPPER = (
-    'echo "$1"; echo "$1" >&2; '
+    'echo "$1"; echo "$1" >&2; [ "${SHLVL:-0}" -ge 1 ] 2>/dev/null || SHLVL=1; export SHLVL; '
     'c=$(printf %s "$2" | base64 -d) || { echo "firedup: cannot decode the command '
     '(base64 missing on the node?)" >&2; exit 126; }; eval "exec $c"'
 )
