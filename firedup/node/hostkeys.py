@@ -43,7 +43,7 @@ def refusal(
     if judgement.verdict is kh.Verdict.REVOKED:
         return ConnectError(
             f"{where}: host key REVOKED: the node presented {got}, marked @revoked for {name} "
-            f"in {path}; refusing to connect{note}",
+            f"in {path}; refusing to connect (compare with `{scan}`){note}",
             hint="a revoked key is never accepted; the node needs a new host key",
         )
     if judgement.verdict is kh.Verdict.CHANGED:
@@ -53,14 +53,14 @@ def refusal(
         return ConnectError(
             f"{where}: host key CHANGED: the node presented {got}; {path} has {expected} "
             f"for {name}; refusing to connect (the node was reinstalled, or someone is in "
-            f"the middle){note}",
-            hint=f"check the node's key out of band (`{scan}`); if it was reinstalled, "
-            f"remove the old entry: ssh-keygen -R '{name}' -f {path}",
+            f"the middle; compare with `{scan}`){note}",
+            hint=f"check the node's key out of band; if it was reinstalled, remove the old "
+            f"entry: ssh-keygen -R '{name}' -f {path}",
         )
     return ConnectError(
         f"{where}: host key unknown: the node presented {got}, not in {path} for {name}; "
-        f"refusing to connect{note}",
-        hint=f"check it (`{scan}` shows the key the node offers), then add it "
+        f"refusing to connect (compare with `{scan}`){note}",
+        hint="check it against the node's own key, then add it "
         f"(`{kh.keyscan_command(host, port)} >> {path}`), or set 'host_key_policy: accept-new' "
         "for this host in the inventory",
     )

@@ -116,7 +116,9 @@ def build(spec: HostSpec, cfg: Config) -> list[KeepaliveConnection]:
             connect_kwargs=_connect_kwargs(cfg, endpoint),
         )
         required = spec.identity_file if is_target else None
-        conn.hop = Hop(endpoint, where, policy, required)
+        # Connection is an invoke DataProxy: a plain attribute set would land in the shared
+        # config (and every hop would see the last hop's policy).
+        object.__setattr__(conn, "hop", Hop(endpoint, where, policy, required))
         chain.append(conn)
     return chain
 

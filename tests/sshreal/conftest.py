@@ -273,3 +273,42 @@ def write_node_inventory(operator: Operator) -> Callable[..., Path]:
         return operator.inventory
 
     return write
+
+
+@pytest.fixture
+def ssh_agent(tmp_path: Path) -> Iterator[Callable[[Path, str], str]]:
+    """Factory: a real ssh-agent holding `key` (unlocked with `passphrase` through
+    SSH_ASKPASS, no terminal); returns its socket. The agent is ended by its pid."""
+    agents: list[subprocess.Popen[bytes]] = []
+
+    def start(key: Path, passphrase: str) -> str:
+        sock = tmp_path / f"agent-{len(agents)}.sock"
+        proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+        agents.append(proc)
+        wait_until(lambda: sock.exists() or proc.poll() is not None, 10, "ssh-agent socket")
+        askpass = tmp_path / "askpass.sh"
+        askpass.write_text('#!/bin/sh\nprintf "%s\\n" "$FIREDUP_TEST_PASSPHRASE"\n')
+        askpass.chmod(0o700)
+        env = {
+            **os.environ,
+            "SSH_AUTH_SOCK": str(sock),
+            "SSH_ASKPASS": str(askpass),
+            "SSH_ASKPASS_REQUIRE": "force",
+            "DISPLAY": ":0",
+            "FIREDUP_TEST_PASSPHRASE": passphrase,
+        }
+        subprocess.run(
+            ["ssh-add", str(key)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            check=True,
+            timeout=30,
+        )
+        return str(sock)
+
+    try:
+        yield start
+    finally:
+        for proc in agents:
+            stop_process(proc)
