@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from firedup.config.inventory import parse_inventory
 from firedup.errors import ConnectError
@@ -113,7 +114,6 @@ def test_unknown_and_changed_keys_name_fingerprints_and_keyscan(
 
 
 def inventory(op: Operator, **extra: Any) -> Path:
-    import yaml
 
     host = {"address": "gpu", "workdir": "/tmp/unused-firedup", "deployment": "d", **extra}
     op.inventory.write_text(
