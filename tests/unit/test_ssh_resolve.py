@@ -115,3 +115,27 @@ def test_framing_drops_banner_and_keeps_bytes() -> None:
     stream = StreamUnframer(marker)
     pieces = [raw[i : i + 3] for i in range(0, len(raw), 3)]
     assert b"".join(stream.feed(p) for p in pieces) == b"\x00data\r\n"
+
+
+def test_fab_dash_s_file_is_read_alone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fab -S FILE` (Fabric's runtime ssh path) replaces ~/.ssh/config, like `ssh -F`; the
+    connections are built from it, with nothing left for Fabric to resolve again."""
+    from fabric import Config
+
+    from firedup.node.ssh_connect import build
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "config").write_text("Host gpu\n  Port 1111\n")
+    chosen = tmp_path / "fleet.conf"
+    chosen.write_text("Host gpu\n  HostName 10.9.8.7\n  Port 2202\n  User ops\n  ProxyJump b\n")
+    data = {
+        "hosts": {"n": {"address": "gpu", "workdir": "/w", "deployment": "d"}},
+        "deployments": {"d": {"engine": "sglang", "model": "/m"}},
+    }
+    spec = parse_inventory(data, tmp_path / "hosts.yaml").hosts["n"]
+    chain = build(spec, Config(runtime_ssh_path=str(chosen)))
+    bastion, target = chain
+    assert (target.host, target.port, target.user) == ("10.9.8.7", 2202, "ops")
+    assert target.gateway is bastion and bastion.host == "b" and bastion.gateway is False
+    assert "via bastion b" in bastion.hop.where
