@@ -139,3 +139,26 @@ def test_fab_dash_s_file_is_read_alone(tmp_path: Path, monkeypatch: pytest.Monke
     assert (target.host, target.port, target.user) == ("10.9.8.7", 2202, "ops")
     assert target.gateway is bastion and bastion.host == "b" and bastion.gateway is False
     assert "via bastion b" in bastion.hop.where
+
+
+def test_missing_identity_file_is_named_before_connecting(tmp_path: Path) -> None:
+    from firedup.errors import ConnectError
+    from firedup.node.ssh import SshNode
+
+    key = tmp_path / "nope"
+    data = {
+        "hosts": {
+            "n": {
+                "address": "127.0.0.1",
+                "port": 9,  # discard: nothing would answer anyway
+                "identity_file": str(key),
+                "ssh_config": "/dev/null",
+                "workdir": "/w",
+                "deployment": "d",
+            }
+        },
+        "deployments": {"d": {"engine": "sglang", "model": "/m"}},
+    }
+    node = SshNode(parse_inventory(data, tmp_path / "hosts.yaml").hosts["n"])
+    with pytest.raises(ConnectError, match=f"identity_file {key} does not exist"):
+        node.run(["true"])
