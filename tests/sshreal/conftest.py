@@ -106,11 +106,22 @@ def users_lock() -> Iterator[None]:
         yield
 
 
-def _authorize(home: Path, pubs: list[str], add: bool) -> None:
+def _replace(path: Path, text: str, owner: str) -> None:
+    """Write atomically, and only when different: another worker's sshd or login shell may
+    be reading the file at this very moment."""
+    if path.exists() and path.read_text() == text:
+        return
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(text)
+    shutil.chown(tmp, owner)
+    os.replace(tmp, path)
+
+
+def _authorize(home: Path, owner: str, pubs: list[str], add: bool) -> None:
     path = home / ".ssh" / "authorized_keys"
     lines = path.read_text().splitlines() if path.exists() else []
     lines = [ln for ln in lines if ln not in pubs] + (pubs if add else [])
-    path.write_text("".join(f"{ln}\n" for ln in lines))
+    _replace(path, "".join(f"{ln}\n" for ln in lines), owner)
 
 
 @pytest.fixture(scope="session")
@@ -122,19 +133,20 @@ def login_users(keys: Keys) -> Iterator[dict[str, str]]:
     with users_lock():
         for shell, name in SHELLS.items():
             home = _ensure_user(name, shell)
-            homes.append(home)
-            (home / ".ssh").mkdir(mode=0o700, exist_ok=True)
-            _authorize(home, pubs, add=True)
+            homes.append((home, name))
             rc, text = STARTUP[shell]
-            (home / rc).parent.mkdir(parents=True, exist_ok=True)
-            (home / rc).write_text(text)
-            subprocess.run(["chown", "-R", f"{name}:", str(home)], check=True)
+            folders = [home / ".ssh", *reversed((home / rc).relative_to(home).parents)]
+            for folder in (home / f for f in folders if str(f) != "."):
+                folder.mkdir(mode=0o700, exist_ok=True)
+                shutil.chown(folder, name)
+            _authorize(home, name, pubs, add=True)
+            _replace(home / rc, text, name)
     try:
         yield dict(SHELLS)
     finally:
         with users_lock():
-            for home in homes:
-                _authorize(home, pubs, add=False)
+            for home, name in homes:
+                _authorize(home, name, pubs, add=False)
 
 
 @dataclass(frozen=True)
