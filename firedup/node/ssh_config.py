@@ -2,11 +2,12 @@
 
 An inventory value wins only when it is written in the inventory; otherwise the host's
 ssh_config block gives it (HostName, Port, User, IdentityFile, IdentitiesOnly, ProxyJump,
-ConnectTimeout), otherwise the defaults. paramiko's SSHConfig does the matching (Host, Match,
-first value wins); it ignores `Include`, so includes are spliced in here first, each followed by
-its enclosing Host/Match line again (an included file's own Host lines end where it ends, as in
-OpenSSH). Files read: the host's `ssh_config:` (or `fab -S FILE`) alone, like `ssh -F`; else
-~/.ssh/config then /etc/ssh/ssh_config.
+ConnectTimeout; ProxyCommand when there is no ProxyJump), otherwise the defaults. paramiko's
+SSHConfig does the matching (Host, Match, first value wins); it ignores `Include`, so
+includes are spliced in here first, each followed by its enclosing Host/Match line again (an
+included file's own Host lines end where it ends, as in OpenSSH). Files read: the host's
+`ssh_config:` (or `fab -S FILE`) alone, like `ssh -F`; else ~/.ssh/config then
+/etc/ssh/ssh_config.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ class Endpoint:
     identity_files: tuple[Path, ...]
     identities_only: bool
     connect_timeout_s: float | None
+    proxy_command: str | None = None  # ssh_config ProxyCommand, tokens expanded
 
     def where(self) -> str:
         return f"{self.host}:{self.port}"
@@ -115,7 +117,12 @@ def endpoint(config: paramiko.SSHConfig, alias: str, port: int | None = None) ->
         identity_files=tuple(Path(p).expanduser() for p in found.get("identityfile", [])),
         identities_only=_yes(found.get("identitiesonly", "no")),
         connect_timeout_s=float(timeout) if timeout else None,
+        proxy_command=_proxy_command(found.get("proxycommand")),
     )
+
+
+def _proxy_command(value: str | None) -> str | None:
+    return None if not value or value.lower() == "none" else value
 
 
 def parse_jump(hop: str) -> tuple[str | None, str, int | None]:
@@ -161,6 +168,7 @@ def resolve(spec: HostSpec, fab_ssh_config: str | None = None) -> Route:
             if "connect_timeout_s" in written or found.connect_timeout_s is None
             else found.connect_timeout_s
         ),
+        proxy_command=found.proxy_command,
     )
     jump = (
         spec.proxy_jump if "proxy_jump" in written else config.lookup(spec.address).get("proxyjump")

@@ -86,6 +86,13 @@ def _connect_kwargs(cfg: Config, endpoint: Endpoint) -> dict[str, Any]:
     return kwargs
 
 
+def _gateway(chain: list[KeepaliveConnection], endpoint: Endpoint) -> Any:
+    """The previous hop (ProxyJump), else the endpoint's ProxyCommand, else none at all."""
+    if chain:
+        return chain[-1]
+    return endpoint.proxy_command or False
+
+
 def _fab_ssh_config(cfg: Config) -> str | None:
     path = getattr(cfg, "_runtime_ssh_path", None) or cfg.get("ssh_config_path")
     return str(path) if path else None
@@ -111,7 +118,7 @@ def build(spec: HostSpec, cfg: Config) -> list[KeepaliveConnection]:
             user=endpoint.user,
             port=endpoint.port,
             config=plain,
-            gateway=chain[-1] if chain else False,
+            gateway=_gateway(chain, endpoint),
             connect_timeout=endpoint.connect_timeout_s or spec.connect_timeout_s,
             connect_kwargs=_connect_kwargs(cfg, endpoint),
         )

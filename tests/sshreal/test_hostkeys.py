@@ -249,3 +249,32 @@ def test_encrypted_key_in_agent_with_identity_file(
     # The same key loaded in an agent: works, identity_file or not.
     monkeypatch.setenv("SSH_AUTH_SOCK", ssh_agent(locked, keys.passphrase))
     assert whoami(node(**where, identity_file=str(locked))) == user
+
+
+def test_proxycommand_from_ssh_config(
+    login_users: dict[str, str],
+    node_sshd: NodeSshd,
+    bastion_sshd: NodeSshd,
+    operator: Operator,
+    keys: Keys,
+) -> None:
+    """A ProxyCommand (here OpenSSH's own `ssh -W` through the bastion) carries the
+    connection; the node's key is still checked by firedup."""
+    user = login_users["bash"]
+    key = operator.home / ".ssh" / keys.plain.name
+    known = operator.known_hosts(node_sshd.known_line() + bastion_sshd.known_line())
+    alias(
+        operator,
+        node_sshd,
+        user,
+        keys.plain,
+        f"  ProxyCommand ssh -F /dev/null -i {key} -o BatchMode=yes "
+        f"-o UserKnownHostsFile={known} -o StrictHostKeyChecking=yes "
+        f"-p {bastion_sshd.port} -W %h:%p {user}@127.0.0.1\n",
+    )
+    accepted_before = bastion_sshd.log.read_text().count(f"Accepted publickey for {user}")
+    assert whoami(node()) == user
+    assert bastion_sshd.log.read_text().count(f"Accepted publickey for {user}") > accepted_before
+    known.write_text(bastion_sshd.known_line())  # the node's key unknown: refused
+    with pytest.raises(ConnectError, match="host key unknown"):
+        whoami(node())
