@@ -135,8 +135,8 @@ def login_users(keys: Keys) -> Iterator[dict[str, str]]:
             home = _ensure_user(name, shell)
             homes.append((home, name))
             rc, text = STARTUP[shell]
-            folders = [home / ".ssh", *reversed((home / rc).relative_to(home).parents)]
-            for folder in (home / f for f in folders if str(f) != "."):
+            rc_dirs = [home / d for d in reversed(Path(rc).parents) if str(d) != "."]
+            for folder in (home / ".ssh", *rc_dirs):  # ~/.config, then ~/.config/fish
                 folder.mkdir(mode=0o700, exist_ok=True)
                 shutil.chown(folder, name)
             _authorize(home, name, pubs, add=True)
