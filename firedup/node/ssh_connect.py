@@ -10,6 +10,7 @@ Failures become ConnectError subclasses naming the hop, the key and what to do.
 
 from __future__ import annotations
 
+import base64
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,13 @@ class KeepaliveConnection(Connection):
             return None  # Fabric's own short-circuit: nothing new was opened
         prepare(self.client, self.hop.policy)
         self.hop.check_identities()
+        if self.hop.endpoint.identities_only:
+            # IdentitiesOnly: of the agent's keys, only those of the configured identities
+            # (an agent full of keys would otherwise hit sshd's MaxAuthTries first).
+            self.connect_kwargs["allow_agent"] = False
+            key = self.hop.agent_key()
+            if key is not None:
+                self.connect_kwargs["pkey"] = key
         result = super().open()
         self.opens += 1
         transport = self.client.get_transport()
@@ -61,6 +69,23 @@ class Hop:
     where: str
     policy: Policy
     required_key: Path | None  # the inventory's identity_file: must exist
+
+    agent: paramiko.Agent | None = None  # kept open: its keys sign through it
+
+    def agent_key(self) -> paramiko.AgentKey | None:
+        """The agent's copy of a configured identity (matched by its .pub file), if any."""
+        blobs = set()
+        for path in self.endpoint.identity_files:
+            try:
+                blobs.add(base64.b64decode(Path(f"{path}.pub").read_text().split()[1]))
+            except (OSError, IndexError, ValueError):
+                continue
+        if not blobs:
+            return None
+        if self.agent is not None:
+            self.agent.close()
+        self.agent = paramiko.Agent()
+        return next((k for k in self.agent.get_keys() if k.asbytes() in blobs), None)
 
     def check_identities(self) -> None:
         key = self.required_key
@@ -164,6 +189,14 @@ def connect_error(chain: list[KeepaliveConnection], exc: BaseException) -> Conne
     dropped = "transport shut down or saw eof" in str(exc).lower()
     if isinstance(exc, paramiko.AuthenticationException) and dropped:
         return TransientConnectError(f"{where}: connection dropped during authentication")
+    if isinstance(exc, paramiko.SSHException) and "no existing session" in str(exc).lower():
+        # paramiko's next key found the link closed: a drop, or sshd's MaxAuthTries reached.
+        return TransientConnectError(
+            f"{where}: the node closed the connection during authentication (a dropped link, "
+            "or more keys offered than sshd's MaxAuthTries allows, 6 by default)",
+            hint="with many keys in your ssh-agent, set `IdentitiesOnly yes` and the "
+            "IdentityFile for this host in ~/.ssh/config",
+        )
     if isinstance(exc, paramiko.AuthenticationException):
         return _auth_error(hop, exc)
     if isinstance(exc, socket.gaierror):

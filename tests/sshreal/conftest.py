@@ -288,12 +288,13 @@ def write_node_inventory(operator: Operator) -> Callable[..., Path]:
 
 
 @pytest.fixture
-def ssh_agent(tmp_path: Path) -> Iterator[Callable[[Path, str], str]]:
-    """Factory: a real ssh-agent holding `key` (unlocked with `passphrase` through
-    SSH_ASKPASS, no terminal); returns its socket. The agent is ended by its pid."""
+def ssh_agent(tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Factory: a real ssh-agent holding the keys `first` then `key` (unlocked with
+    `passphrase` through SSH_ASKPASS, no terminal); returns its socket. The agent is ended
+    by its pid."""
     agents: list[subprocess.Popen[bytes]] = []
 
-    def start(key: Path, passphrase: str) -> str:
+    def start(key: Path, passphrase: str, first: tuple[Path, ...] = ()) -> str:
         sock = tmp_path / f"agent-{len(agents)}.sock"
         proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
         agents.append(proc)
@@ -309,14 +310,15 @@ def ssh_agent(tmp_path: Path) -> Iterator[Callable[[Path, str], str]]:
             "DISPLAY": ":0",
             "FIREDUP_TEST_PASSPHRASE": passphrase,
         }
-        subprocess.run(
-            ["ssh-add", str(key)],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            check=True,
-            timeout=30,
-        )
+        for each in (*first, key):  # in this order: the agent offers its keys so
+            subprocess.run(
+                ["ssh-add", str(each)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                check=True,
+                timeout=30,
+            )
         return str(sock)
 
     try:

@@ -278,3 +278,27 @@ def test_proxycommand_from_ssh_config(
     known.write_text(bastion_sshd.known_line())  # the node's key unknown: refused
     with pytest.raises(ConnectError, match="host key unknown"):
         whoami(node())
+
+
+def test_identities_only_offers_only_the_configured_key_from_a_full_agent(
+    login_users: dict[str, str],
+    node_sshd: NodeSshd,
+    operator: Operator,
+    keys: Keys,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    ssh_agent: Callable[..., str],
+) -> None:
+    """Seven other keys first in the agent: offering them all hits sshd's MaxAuthTries (6),
+    as with OpenSSH; IdentitiesOnly makes firedup offer the configured key's agent copy only."""
+    user = login_users["bash"]
+    locked = operator.home / ".ssh" / keys.locked.name
+    others = tuple(keygen(tmp_path / f"other{i}") for i in range(7))
+    monkeypatch.setenv("SSH_AUTH_SOCK", ssh_agent(locked, keys.passphrase, others))
+    operator.known_hosts(node_sshd.known_line())
+    alias(operator, node_sshd, user, locked)
+    with pytest.raises(ConnectError) as too_many:
+        whoami(node())
+    assert "MaxAuthTries" in str(too_many.value) and "IdentitiesOnly yes" in str(too_many.value)
+    alias(operator, node_sshd, user, locked, "  IdentitiesOnly yes\n")
+    assert whoami(node()) == user
