@@ -69,8 +69,18 @@ def refusal(
 class Policy(paramiko.MissingHostKeyPolicy):
     """Judges a key paramiko holds nothing for; raises ConnectError to refuse it."""
 
-    def __init__(self, where: str, host: str, port: int, path: Path, policy: KeyPolicy) -> None:
+    def __init__(
+        self,
+        where: str,
+        host: str,
+        port: int,
+        path: Path,
+        policy: KeyPolicy,
+        *,
+        hashed: bool = False,  # ssh_config HashKnownHosts: file new names hashed
+    ) -> None:
         self.where, self.host, self.port, self.path, self.policy = where, host, port, path, policy
+        self.hashed = hashed
 
     def judge(self, key: paramiko.PKey) -> kh.Judgement:
         name = kh.lookup_name(self.host, self.port)
@@ -82,7 +92,7 @@ class Policy(paramiko.MissingHostKeyPolicy):
             return
         if judgement.verdict is kh.Verdict.UNKNOWN and self.policy is KeyPolicy.ACCEPT_NEW:
             name = kh.lookup_name(self.host, self.port)
-            kh.append_key(self.path, name, key.get_name(), key.get_base64())
+            kh.append_key(self.path, name, key.get_name(), key.get_base64(), hashed=self.hashed)
             log.warning(
                 "%s: new host key %s %s recorded for %s in %s%s",
                 self.where,

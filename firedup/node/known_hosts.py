@@ -159,9 +159,17 @@ def keyscan_command(host: str, port: int) -> str:
     return f"ssh-keyscan -p {port} {host}"
 
 
-def append_key(path: Path, name: str, key_type: str, key_b64: str) -> bool:
-    """Append one `name type key` line, as OpenSSH's accept-new does; every existing byte
-    stays. Returns False when another process filed the same key meanwhile (nothing written).
+def hashed_name(name: str, salt: bytes | None = None) -> str:
+    """`|1|salt|hash`, as OpenSSH writes a name under HashKnownHosts yes."""
+    salt = salt if salt is not None else os.urandom(20)
+    digest = hmac.new(salt, name.encode(), hashlib.sha1).digest()
+    return f"|1|{base64.b64encode(salt).decode()}|{base64.b64encode(digest).decode()}"
+
+
+def append_key(path: Path, name: str, key_type: str, key_b64: str, *, hashed: bool = False) -> bool:
+    """Append one `name type key` line, as OpenSSH's accept-new does (the name hashed under
+    HashKnownHosts yes); every existing byte stays. Returns False when another process filed
+    the same key meanwhile (nothing written).
     """
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
@@ -172,5 +180,6 @@ def append_key(path: Path, name: str, key_type: str, key_b64: str) -> bool:
         if judge(parse(text), name, key_type, key_b64).verdict is Verdict.KNOWN:
             return False
         lead = "\n" if text and not text.endswith("\n") else ""
-        fh.write(f"{lead}{name} {key_type} {key_b64}\n".encode())
+        filed = hashed_name(name) if hashed else name
+        fh.write(f"{lead}{filed} {key_type} {key_b64}\n".encode())
     return True

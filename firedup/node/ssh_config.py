@@ -42,6 +42,7 @@ class Endpoint:
     identities_only: bool
     connect_timeout_s: float | None
     proxy_command: str | None = None  # ssh_config ProxyCommand, tokens expanded
+    hash_known_hosts: bool = False  # new known_hosts lines get hashed names
 
     def where(self) -> str:
         return f"{self.host}:{self.port}"
@@ -118,6 +119,7 @@ def endpoint(config: paramiko.SSHConfig, alias: str, port: int | None = None) ->
         identities_only=_yes(found.get("identitiesonly", "no")),
         connect_timeout_s=float(timeout) if timeout else None,
         proxy_command=_proxy_command(found.get("proxycommand")),
+        hash_known_hosts=_yes(found.get("hashknownhosts", "no")),
     )
 
 
@@ -169,6 +171,7 @@ def resolve(spec: HostSpec, fab_ssh_config: str | None = None) -> Route:
             else found.connect_timeout_s
         ),
         proxy_command=found.proxy_command,
+        hash_known_hosts=found.hash_known_hosts,
     )
     jump = (
         spec.proxy_jump if "proxy_jump" in written else config.lookup(spec.address).get("proxyjump")

@@ -137,7 +137,14 @@ def build(spec: HostSpec, cfg: Config) -> list[KeepaliveConnection]:
             if is_target
             else f"{spec.name} via bastion {endpoint.alias} ({endpoint.where()})"
         )
-        policy = Policy(where, endpoint.host, endpoint.port, spec.known_hosts, spec.host_key_policy)
+        policy = Policy(
+            where,
+            endpoint.host,
+            endpoint.port,
+            spec.known_hosts,
+            spec.host_key_policy,
+            hashed=endpoint.hash_known_hosts,
+        )
         conn = KeepaliveConnection(
             endpoint.host,
             user=endpoint.user,

@@ -16,6 +16,7 @@ import yaml
 
 from firedup.config.inventory import parse_inventory
 from firedup.errors import ConnectError
+from firedup.node import known_hosts as kh
 from firedup.node.ssh import SshNode
 from tests.conftest import fab
 from tests.sshreal.conftest import Keys, NodeSshd, Operator, keygen
@@ -45,10 +46,14 @@ def whoami(n: SshNode) -> str:
         n.close()
 
 
-def alias(op: Operator, sshd: NodeSshd, user: str, key: Path, extra: str = "") -> None:
+def alias(
+    op: Operator, sshd: NodeSshd, user: str, key: Path, extra: str = "", hashed: str = "no"
+) -> None:
+    """~/.ssh/config naming the node `gpu`; HashKnownHosts is set here, so that the
+    machine's /etc/ssh/ssh_config (read after it) does not decide how new lines look."""
     op.ssh_config(
         f"Host gpu\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {user}\n"
-        f"  IdentityFile ~/.ssh/{key.name}\n{extra}"
+        f"  IdentityFile ~/.ssh/{key.name}\n{extra}Host *\n  HashKnownHosts {hashed}\n"
     )
 
 
@@ -124,21 +129,29 @@ def inventory(op: Operator, **extra: Any) -> Path:
     return op.inventory
 
 
+@pytest.mark.parametrize("hashed", ["no", "yes"])
 def test_accept_new_appends_one_line_and_keeps_every_byte(
     login_users: dict[str, str],
     node_sshd: NodeSshd,
     operator: Operator,
     keys: Keys,
     tmp_path: Path,
+    hashed: str,
 ) -> None:
-    alias(operator, node_sshd, login_users["bash"], keys.plain)
+    alias(operator, node_sshd, login_users["bash"], keys.plain, hashed=hashed)
     before = busy_known_hosts(tmp_path, node_sshd)
     path = operator.known_hosts(before)
     assert whoami(node(host_key_policy="accept-new")) == "fdop"
     after = path.read_text()
     assert after.startswith(before)
     added = after[len(before) :]
-    assert added == "\n" + node_sshd.known_line()  # the missing final newline, then one line
+    if hashed == "no":
+        assert added == "\n" + node_sshd.known_line()  # the missing final newline, one line
+    else:  # HashKnownHosts yes: the name is hashed, as OpenSSH would file it
+        name, kind, blob = added.removeprefix("\n").removesuffix("\n").split(" ")
+        assert added.count("\n") == 2 and name.startswith("|1|")
+        assert f"{kind} {blob}" == node_sshd.host_pub
+        assert kh.matches(kh.parse(added)[0], f"[127.0.0.1]:{node_sshd.port}")
     # Known now: a second connection adds nothing, and so does OpenSSH agree.
     assert whoami(node(host_key_policy="accept-new")) == "fdop"
     assert path.read_text() == after

@@ -67,6 +67,10 @@ def test_append_keeps_every_byte(tmp_path: Path) -> None:
     assert kh.append_key(path, "[n]:2200", t, a)
     assert path.read_text() == before + f"\n[n]:2200 {t} {a}\n"
     assert not kh.append_key(path, "[n]:2200", t, a)  # already there: nothing written
+    assert kh.append_key(path, "other", t, a, hashed=True)
+    last = path.read_text().splitlines()[-1]
+    assert last.startswith("|1|") and "other" not in last
+    assert kh.judge(kh.parse(last), "other", t, a).verdict is kh.Verdict.KNOWN
 
 
 def test_ssh_config_include_and_written_values_win(
