@@ -34,6 +34,7 @@ from firedup.node.framing import (
     StreamUnframer,
     Unframed,
     framed_command,
+    is_posix_shell,
     new_marker,
     startup_files,
     unframe,
@@ -65,6 +66,7 @@ class SshNode:
         self._chain = build(spec, cfg)
         self._conn = self._chain[-1]
         self._sftp_usable = True  # False once the login shell was seen to break SFTP
+        self._posix_shell = False  # True once the login shell is seen to quote like sh
 
     @property
     def name(self) -> str:
@@ -98,7 +100,7 @@ class SshNode:
             transport.channel_timeout = min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s))
         try:
             r = self._conn.run(
-                framed_command(argv, marker),
+                self._line(argv, marker),
                 hide=True,
                 warn=True,
                 pty=False,
@@ -119,6 +121,9 @@ class SshNode:
         err = unframe(r.stderr.encode("latin-1"), marker)
         return self._result(argv, r.exited, out, err), out.prelude
 
+    def _line(self, argv: Sequence[str], marker: str) -> str:
+        return framed_command(argv, marker, posix_shell=self._posix_shell)
+
     def _result(
         self, argv: Sequence[str], code: int, out: Unframed, err: Unframed
     ) -> CommandResult:
@@ -126,6 +131,7 @@ class SshNode:
             # The wrapper never ran: the login shell failed or exited before our command.
             note = b"the login shell did not run the command: " + (err.data or out.data)[-300:]
             return CommandResult(tuple(argv), code or NO_WRAPPER_EXIT, b"", note, self.name)
+        self._posix_shell = is_posix_shell(out.shell)
         return CommandResult(tuple(argv), code, out.data, err.data, self.name)
 
     def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
@@ -205,7 +211,7 @@ class SshNode:
             self._conn.open()
             channel = self._conn.client.get_transport().open_session(timeout=CHANNEL_TIMEOUT_S)
             channel.settimeout(max(60.0, len(data) / 1e6))
-            channel.exec_command(framed_command(argv, marker))
+            channel.exec_command(self._line(argv, marker))
             channel.sendall(data)
             channel.shutdown_write()
             out = channel.makefile("rb").read()
@@ -230,7 +236,7 @@ class SshNode:
             transport = self._conn.client.get_transport()
             channel = transport.open_session(timeout=CHANNEL_TIMEOUT_S)
             channel.settimeout(timeout_s)
-            channel.exec_command(framed_command(argv, marker))
+            channel.exec_command(self._line(argv, marker))
             channel.shutdown_write()
         except ConnectError:
             self.close()

@@ -11,7 +11,13 @@ import pytest
 
 from firedup.config.inventory import parse_inventory
 from firedup.node import known_hosts as kh
-from firedup.node.framing import StreamUnframer, framed_command, new_marker, unframe
+from firedup.node.framing import (
+    StreamUnframer,
+    framed_command,
+    is_posix_shell,
+    new_marker,
+    unframe,
+)
 from firedup.node.ssh_config import parse_jump, resolve
 
 
@@ -112,9 +118,12 @@ def test_parse_jump_forms() -> None:
 def test_framing_drops_banner_and_keeps_bytes() -> None:
     marker = new_marker()
     assert marker in framed_command(["true"], marker)
-    raw = b"Welcome (no newline)" + marker.encode() + b"\n\x00data\r\n"
+    assert framed_command(["a b"], marker, posix_shell=True).endswith(f"{marker} 'a b'")
+    raw = b"Welcome (no newline)" + marker.encode() + b" /usr/bin/fish\n\x00data\r\n"
     found = unframe(raw, marker)
     assert found.framed and found.data == b"\x00data\r\n" and found.prelude.startswith(b"Wel")
+    assert found.shell == "/usr/bin/fish" and not is_posix_shell(found.shell)
+    assert is_posix_shell("/bin/bash") and is_posix_shell("/usr/bin/zsh")
     assert not unframe(b"banner only\n", marker).framed
     stream = StreamUnframer(marker)
     pieces = [raw[i : i + 3] for i in range(0, len(raw), 3)]
