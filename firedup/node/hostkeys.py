@@ -42,7 +42,7 @@ def refusal(
     note = _skipped_note(judgement, path)
     if judgement.verdict is kh.Verdict.REVOKED:
         return ConnectError(
-            f"{where}: host key REVOKED: the node presented {got}, marked @revoked for {name} "
+            f"{where}: host key REVOKED: it presented {got}, marked @revoked for {name} "
             f"in {path}; refusing to connect (compare with `{scan}`){note}",
             hint="a revoked key is never accepted; the node needs a new host key",
         )
@@ -51,14 +51,14 @@ def refusal(
             f"{kh.fingerprint(e.key_b64)} (line {e.line_no})" for e in judgement.expected
         )
         return ConnectError(
-            f"{where}: host key CHANGED: the node presented {got}; {path} has {expected} "
+            f"{where}: host key CHANGED: it presented {got}; {path} has {expected} "
             f"for {name}; refusing to connect (the node was reinstalled, or someone is in "
             f"the middle; compare with `{scan}`){note}",
             hint=f"check the node's key out of band; if it was reinstalled, remove the old "
             f"entry: ssh-keygen -R '{name}' -f {path}",
         )
     return ConnectError(
-        f"{where}: host key unknown: the node presented {got}, not in {path} for {name}; "
+        f"{where}: host key unknown: it presented {got}, not in {path} for {name}; "
         f"refusing to connect (compare with `{scan}`){note}",
         hint="check it against the node's own key, then add it "
         f"(`{kh.keyscan_command(host, port)} >> {path}`), or set 'host_key_policy: accept-new' "
