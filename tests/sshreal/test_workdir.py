@@ -31,7 +31,9 @@ def test_unwritable_workdir_named_by_preflight_and_deploy(
     )
     operator.known_hosts(node_sshd.known_line())
     workdir = f"/opt/firedup-{secrets.token_hex(3)}/work"
-    host = {**node_host(user, shared_dir), "workdir": workdir}
+    usual = node_host(user, shared_dir)
+    operator.workdirs.append(usual["workdir"])  # the simulated GPUs keep their state there
+    host = {**usual, "workdir": workdir}
     inv = write_node_inventory({"gpu": host}, {"tiny": tiny_deployment(shared_dir)})
 
     preflight = fab("preflight", "--host", "gpu", "--inventory", str(inv), env=operator.env)
