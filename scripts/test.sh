@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: system packages the tests need (openssh-server for
-# the loopback sshd, shellcheck for the rendered scripts, tmux for the live display), the virtualenv, then lint, types, tests.
+# the loopback sshd, shellcheck for the rendered scripts, tmux for the live display), the
+# virtualenv, then lint, types, tests.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/unit -k render).
 set -euo pipefail
 cd "$(dirname "$0")/.."
