@@ -7,11 +7,13 @@ traceback; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import shutil
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from invoke.context import Context
 from invoke.exceptions import Exit
@@ -71,9 +73,27 @@ def reporting() -> Iterator[None]:
     try:
         yield
     except DeployError as exc:
-        raise Exit(mask(f"firedup: {exc}"), code=exc.exit_code) from None
+        raise Exit(fitted(mask(f"firedup: {exc}"), sys.stderr), code=exc.exit_code) from None
     except KeyboardInterrupt:
         raise Exit("firedup: interrupted", code=130) from None
+
+
+def fitted(text: str, stream: TextIO) -> str:
+    """On a terminal, each line broken to its width (continuations indented): the terminal
+    never wraps our lines. Anywhere else, the text as it is."""
+    if not stream.isatty():
+        return text
+    width = max(20, shutil.get_terminal_size().columns - 1)
+    return "\n".join(
+        textwrap.fill(
+            line,
+            width=width,
+            subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+            break_on_hyphens=False,
+        )
+        or line
+        for line in text.splitlines()
+    )
 
 
 def say(message: str) -> None:

@@ -35,6 +35,7 @@ from .common import (
     connect,
     connected,
     exit_by_rule,
+    fitted,
     get_inventory,
     per_host,
     reporting,
@@ -42,12 +43,14 @@ from .common import (
     say,
 )
 from .plan import show_plan
-from .progress import Board, HostView
+from .progress import Board, HostView, Mode, Output
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
 POLL_HELP = "seconds between looks at process, port and health (the log streams; default 1)"
 FOLLOW_HELP = "print the server log as it arrives"
+JSON_HELP = "one JSON object per event on stdout (docs/events.md); nothing else there"
+PLAIN_HELP = "plain lines, one per change, even on a terminal (no live display)"
 UNLOCK_HELP = "take the node's lock even if another operation holds it (ends its holder)"
 
 
@@ -61,7 +64,9 @@ def _ready_message(key: str, status: WaitStatus) -> str:
 
 
 def _hooks(view: HostView) -> WaitHooks:
-    return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
+    return WaitHooks(
+        on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
+    )
 
 
 def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
@@ -82,13 +87,15 @@ def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
     )
 
 
-def _finish(results: HostResults[WaitStatus]) -> None:
-    """One host: its message or its error. Several: a table, exit non-zero on any failure."""
+def _finish(results: HostResults[WaitStatus], quiet: bool = False) -> None:
+    """One host: its message or its error. Several: a table, exit non-zero on any failure.
+    `quiet` (--json): stdout carries only the events; errors still go to stderr."""
     if len(results) == 1:
         ((key, only),) = results.items()
         if isinstance(only, DeployError):
             raise only
-        say(_ready_message(key, only))
+        if not quiet:
+            say(fitted(_ready_message(key, only), sys.stdout))
         return
     rows = []
     for host, result in results.items():
@@ -104,7 +111,8 @@ def _finish(results: HostResults[WaitStatus]) -> None:
                     f"port {result.run.port}, {result.elapsed_s:.0f}s",
                 ]
             )
-    say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
+    if not quiet:
+        say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
     exit_by_rule(results)
 
 
@@ -132,19 +140,25 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
     return units
 
 
-def _run_fleet(c: Context, inv: Inventory, selector: str, follow: bool, work: Work) -> None:
+def _run_fleet(c: Context, inv: Inventory, selector: str, output: Output, work: Work) -> None:
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
-    board = Board(list(units), follow=follow)
+    mode = output.mode()
+    board = Board(list(units), follow=output.follow, mode=mode)
     started: dict[str, RunMeta] = {}
     try:
         results = per_host(
-            list(units), lambda key: work(c, inv, units[key], board.view(key), started)
+            list(units),
+            lambda key: board.watch(
+                key, lambda: work(c, inv, units[key], board.view(key), started)
+            ),
         )
     except KeyboardInterrupt:
-        raise _interrupted(started, ",".join(units)) from None
+        error = _interrupted(started, ",".join(units))
+        board.interrupted(error)
+        raise error from None
     finally:
         board.close()
-    _finish(results)
+    _finish(results, quiet=mode is Mode.JSON)
 
 
 def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:
@@ -159,6 +173,12 @@ def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = Non
 def _close(ranks: list[Rank]) -> None:
     for rank in ranks:
         rank.node.close()
+
+
+def _started(view: HostView, started: dict[str, RunMeta], run: RunMeta) -> None:
+    if run.host == view.host.split(",")[0]:  # a multi-node unit is one wait, told by rank 0
+        view.started(run)
+    started[run.host] = run
 
 
 def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
@@ -177,7 +197,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                 _hooks(view),
                 how=options,
                 on_progress=lambda host, m: view.message(f"{host}: {m}" if several else m),
-                on_started=lambda run: started.__setitem__(run.host, run),
+                on_started=lambda run: _started(view, started, run),
             )
         finally:
             _close(ranks)
@@ -193,6 +213,8 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
         "force-unlock": UNLOCK_HELP,
     }
@@ -205,6 +227,8 @@ def deploy(
     timeout: int = 0,
     poll: float = 1.0,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
 ) -> None:
@@ -216,7 +240,11 @@ def deploy(
             return
         how = DeployOptions(restart=restart, force_unlock=force_unlock)
         _run_fleet(
-            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
+            c,
+            get_inventory(c, inventory),
+            selector,
+            Output(follow, json, plain),
+            _deploy_one(how, timeout, poll),
         )
 
 
@@ -227,6 +255,8 @@ def deploy(
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
         "force-unlock": UNLOCK_HELP,
     }
 )
@@ -237,6 +267,8 @@ def restart(
     timeout: int = 0,
     poll: float = 1.0,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
     force_unlock: bool = False,
 ) -> None:
     """Stop the running server and deploy it again (preflight, patches, start, wait)."""
@@ -244,7 +276,11 @@ def restart(
         selector = require_host("restart", host)
         how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
         _run_fleet(
-            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
+            c,
+            get_inventory(c, inventory),
+            selector,
+            Output(follow, json, plain),
+            _deploy_one(how, timeout, poll),
         )
 
 
@@ -310,7 +346,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
         options = wait_options(deployment, float(timeout), float(poll))
         ranks = _ranks(c, inv, unit)
         try:
-            runs = []
+            runs: list[RunMeta] = []
             for rank in ranks:
                 spec = rank.plan.host
                 meta = (
@@ -320,6 +356,8 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                     raise StartError(
                         f"{spec.name}: nothing was started here yet", hint="`fab deploy` it"
                     )
+                if not runs:
+                    view.started(meta)
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
@@ -338,6 +376,8 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
         "poll": POLL_HELP,
         "run": "run id to wait for (default: the current run)",
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
     }
 )
 def wait(
@@ -348,8 +388,11 @@ def wait(
     poll: float = 1.0,
     run: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
 ) -> None:
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
         selector = require_host("wait", host)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, _wait_one(timeout, poll, run))
+        output = Output(follow, json, plain)
+        _run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(timeout, poll, run))
