@@ -208,6 +208,7 @@ class HeldLock:
     _stream: Iterator[bytes] = field(repr=False)
     lost: bool = False  # set on release when the holder had already died (connection dropped)
     generation: int = 0  # the node's connection generation the holder was started on
+    warning: str = ""  # the holder's own words when it holds without a record (a full disk)
 
     def is_held(self) -> bool:
         info = lock_status(self.node, self.host)
@@ -298,7 +299,15 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
         raise
     pid = fields.get("locked pid", "")
     if pid.isdigit():
-        return HeldLock(node, host, owner, int(pid), stream, generation=_generation(node))
+        return HeldLock(
+            node,
+            host,
+            owner,
+            int(pid),
+            stream,
+            generation=_generation(node),
+            warning=fields.get("warning", ""),
+        )
     _close(stream)
     if fields.get("busy"):
         holder, acquired, current = parse_record(fields.get("record", ""))
@@ -347,7 +356,7 @@ def node_lock(
         if report.previous is not None:
             on_progress(f"force-unlock: ended {report.previous.describe()} ({report.state})")
     owner = LockOwner(operator(), os.getpid(), operation, time.time(), detail)
-    lock = _acquire(node, host, owner)
+    lock = _acquire(node, host, owner)  # lock.warning: the caller says it where it matters
     held[key] = [lock, 1]
     try:
         yield lock

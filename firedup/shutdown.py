@@ -29,6 +29,7 @@ class StopOutcome:
     report: StopReport | None
     still_on_gpu: tuple[int, ...] = ()  # pids of the run nvidia-smi still lists
     gpu_checked: bool = False
+    unrecorded: tuple[str, ...] = ()  # what could not be written down (a full disk), and why
 
     def text(self) -> str:
         if self.run is None or self.report is None:
@@ -38,6 +39,10 @@ class StopOutcome:
             extra += f"; KILLed {len(self.report.killed)} that ignored TERM"
         if self.gpu_checked:
             extra += "; GPU memory released"
+        if self.report.reused:
+            extra += f" (pid {self.report.reused} now belongs to another process: not signalled)"
+        for what in self.unrecorded:
+            extra += f"; not recorded: {what}"
         return f"{self.host}: run {self.run.run_id} {self.report.state}{extra}"
 
 
@@ -64,8 +69,12 @@ def stop_host(
     force_unlock: bool = False,
     on_progress: Callable[[str], None] = lambda _m: None,
 ) -> StopOutcome:
-    """Stop the current run under the node's lock, confirm, and record it in the history."""
-    with node_lock(node, host, "stop", force=force_unlock, on_progress=on_progress):
+    """Stop the current run under the node's lock, confirm, and record it in the history.
+
+    Needs no free disk: on a full one the lock holds without its record and the history line
+    is not written; the outcome says both (`unrecorded`)."""
+    with node_lock(node, host, "stop", force=force_unlock, on_progress=on_progress) as lock:
+        unrecorded = [f"the lock's record ({lock.warning})"] if lock.warning else []
         run = current_run(node, host)
         if run is None:
             return StopOutcome(host.name, None, None)
@@ -88,5 +97,5 @@ def stop_host(
             try:
                 append_history(node, host, entry)
             except DeployError as exc:
-                on_progress(f"warning: could not append to the node's history: {exc}")
-        return StopOutcome(host.name, run, report, held, checked)
+                unrecorded.append(f"the node's history ({exc})")
+        return StopOutcome(host.name, run, report, held, checked, tuple(unrecorded))

@@ -19,7 +19,7 @@ from invoke.exceptions import Exit
 from firedup.errors import DeployError, UsageError
 from firedup.inventory import Inventory, load_inventory
 from firedup.node import Node
-from firedup.secrets import mask
+from firedup.secrets import learn_secrets, mask
 from firedup.transport import open_node
 
 T = TypeVar("T")
@@ -45,6 +45,9 @@ def require_host(task: str, host: str | None) -> str:
 
 def connect(c: Context, inventory: Inventory, name: str) -> Node:
     spec = inventory.host(name)
+    # What comes back from the node (logs, status, history) is masked with every secret of
+    # the host's deployment this machine can resolve, not only those this process deployed.
+    learn_secrets(inventory.deployment_for(spec))
     config = getattr(c, "config", None)
     if spec.transport == "ssh" and config is not None and hasattr(config, "connect_kwargs"):
         return open_node(spec, config=config)

@@ -12,8 +12,22 @@ owner=$2
 beat=$3
 lock="$workdir/.lock"
 record="$workdir/lock.json"
-mkdir -p -- "$workdir" || exit 2
-exec 9>> "$lock" || exit 2
+# Every operation that changes a node takes this lock first, so this is where the workdir is
+# made and closed to other users (docs/security.md): files 0600, directories 0700, and the
+# lock file unopenable by anyone else (flock works on a read-only descriptor too).
+umask 077
+if ! made=$(mkdir -p -- "$workdir" 2>&1); then
+  printf 'error=cannot create %s: %s\n' "$workdir" "${made##*: }"
+  exit 2
+fi
+if [ ! -O "$workdir" ]; then
+  printf 'error=%s belongs to %s, not to %s; refusing to use it\n' "$workdir" \
+    "$(stat -c %U -- "$workdir")" "$(id -un)"
+  exit 2
+fi
+chmod 0700 -- "$workdir" || { printf 'error=cannot close %s to other users\n' "$workdir"; exit 2; }
+exec 9>> "$lock" || { printf 'error=cannot open %s\n' "$lock"; exit 2; }
+chmod 0600 -- "$lock" 2> /dev/null  # a lock file made by an older firedup
 flock -n -E 75 9
 taken=$?
 if [ "$taken" -ne 0 ] && [ "$taken" -ne 75 ]; then
@@ -42,10 +56,10 @@ trap release TERM HUP INT
 trap '' PIPE
 if ! written=$( { printf '{"holder_pid": %d, "acquired_at": %s, "owner": %s}\n' "$$" \
   "$(date +%s.%N)" "$owner" > "$record.tmp.$$" && mv -f -- "$record.tmp.$$" "$record"; } 2>&1); then
-  # Say why (a full disk, a read-only workdir) instead of vanishing without an answer.
+  # A full disk: hold the lock without a record (lock_end finds this holder by its marker)
+  # and say so; stopping a server must never need free space.
   rm -f -- "$record.tmp.$$"
-  printf 'error=cannot write %s: %s\n' "$record" "$(echo "$written" | tail -n 1)"
-  exit 2
+  printf 'warning=cannot write %s: %s\n' "$record" "$(echo "$written" | tail -n 1)"
 fi
 printf 'locked pid=%s\n' "$$"
 while printf '.' 2> /dev/null; do
