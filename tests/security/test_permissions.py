@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from firedup.inventory import parse_inventory
-from firedup.transport import SshNode
+from firedup.config.inventory import parse_inventory
+from firedup.node.ssh import SshNode
 from tests.conftest import NODE_PYTHON, Sshd, ssh_host, wait_until
 from tests.reliability.helpers import Host
 from tests.security.conftest import as_other
