@@ -7,13 +7,13 @@ Each predicts a launch failure that would otherwise cost a 30-minute wait (engin
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV, Deployment
 from firedup.engine import Engine
 from firedup.patching import PatchReport, PatchStatus
 from firedup.preflight.context import architectures, derived_context_length
-from firedup.preflight.facts import NodeFacts
+from firedup.preflight.facts import Gpu, NodeFacts
 from firedup.preflight.gaps import GAPS
 from firedup.preflight.model import Check, failed, passed, warned
 
@@ -235,7 +235,7 @@ def check_gpus(s: Situation) -> Check:
             f"cannot query GPUs: {s.facts.gpu_error}",
             "is the NVIDIA driver installed and nvidia-smi on the host's PATH?",
         )
-    gpus = s.facts.gpus
+    gpus = _without_replaced_run(s)
     per_node = -(-d.tp // d.nnodes)  # tp spans all the nodes of a multi-node deployment
     if len(gpus) < per_node:
         return failed(
@@ -263,6 +263,26 @@ def check_gpus(s: Situation) -> Check:
         "gpus",
         f"{len(gpus)} x {gpus[0].name}, {tightest.free_mib / 1024:.0f} GiB free "
         f"on the tightest of the {per_node} used",
+    )
+
+
+def _without_replaced_run(s: Situation) -> tuple[Gpu, ...]:
+    """The GPUs as they will be once a restart has stopped our run: its memory counts as free
+    (it is about to be), so a restart is not refused for the memory it is replacing."""
+    if not s.restart or s.our_sid is None:
+        return s.facts.gpus
+    ours = {p.pid for p in s.facts.processes if p.sid == s.our_sid} | {s.our_sid}
+    held: dict[str, float] = {}
+    for app in s.facts.gpu_apps:
+        if app.pid in ours and app.gpu_uuid:
+            held[app.gpu_uuid] = held.get(app.gpu_uuid, 0.0) + app.used_mib
+    return tuple(
+        replace(
+            g,
+            used_mib=max(0.0, g.used_mib - held.get(g.uuid, 0.0)),
+            free_mib=min(g.total_mib, g.free_mib + held.get(g.uuid, 0.0)),
+        )
+        for g in s.facts.gpus
     )
 
 
