@@ -24,7 +24,7 @@ from firedup.ops.deploy import (
     wait_options,
 )
 from firedup.ops.history import Action
-from firedup.ops.multinode import Rank, apply_multinode, wait_multinode
+from firedup.ops.multinode import Rank, apply_multinode, wait_recorded
 from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
 from firedup.readiness.watch import WaitStatus
@@ -309,7 +309,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
-            return wait_multinode(ranks, runs, options, _hooks(view))
+            return wait_recorded(ranks, runs, options, _hooks(view))
         finally:
             _close(ranks)
 

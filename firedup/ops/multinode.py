@@ -15,8 +15,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 
-from firedup.errors import DeployError, ServerCrashedError, TransientConnectError
-from firedup.launch.runs import RunMeta
+from firedup.errors import (
+    DeployError,
+    ForeignListenerError,
+    NotReadyError,
+    ServerCrashedError,
+    TransientConnectError,
+)
+from firedup.launch.runs import RunMeta, is_alive
 from firedup.node.base import Node
 from firedup.node.lock import node_lock
 from firedup.ops.deploy import (
@@ -28,7 +34,7 @@ from firedup.ops.deploy import (
     record,
     start_plan,
 )
-from firedup.ops.history import outcome_of
+from firedup.ops.history import PRUNE_HISTORY_LINES, Action, outcome_of, read_history, stop_of
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import RunWatcher, WaitStatus, tail_argv
 
@@ -152,6 +158,35 @@ def wait_multinode(
     """Rank 0's readiness, ended at once by any other rank's death (also for `fab wait`)."""
     with watching(ranks, runs) as guard:
         return wait_ready(ranks[0].node, runs[0], options, replace(hooks, guard=guard))
+
+
+# What a wait observed about the server itself (not an interrupt, not a lost connection).
+OBSERVED = (ServerCrashedError, NotReadyError, ForeignListenerError)
+
+
+def wait_recorded(
+    ranks: Sequence[Rank], runs: Sequence[RunMeta], options: WaitOptions, hooks: WaitHooks
+) -> WaitStatus:
+    """`fab wait`: refuse a run that `fab stop` ended, else wait and record what was seen in
+    each rank's history, so a crash only this wait saw keeps its log through pruning."""
+    for r, run in zip(ranks, runs, strict=True):
+        stopped = stop_of(read_history(r.node, r.plan.host, PRUNE_HISTORY_LINES), run.run_id)
+        if stopped is not None and not is_alive(r.node, run):
+            raise DeployError(
+                f"{run.host}: run {run.run_id} was stopped by {stopped.who} at "
+                f"{stopped.at:%Y-%m-%d %H:%M:%S} UTC; nothing to wait for",
+                hint=f"`fab deploy --host {run.host}` starts it again",
+            )
+    try:
+        status = wait_multinode(ranks, runs, options, hooks)
+    except OBSERVED as exc:
+        for r, run in zip(ranks, runs, strict=True):
+            record(r.node, r.plan, run, Action.WAIT, outcome_of(exc))
+        raise
+    for r, run in zip(ranks, runs, strict=True):
+        scan = status.scan if r is ranks[0] else None
+        record(r.node, r.plan, run, Action.WAIT, outcome_of(None), scan=scan)
+    return status
 
 
 def _wait_rank0(

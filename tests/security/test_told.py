@@ -1,0 +1,52 @@
+"""Issue 16 §7 and §10: what the user is told matches what happened, and a failure seen only
+by `fab wait` is recorded, so the next deploy's pruning keeps that run's log."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import pytest
+
+from tests.reliability.helpers import Host
+
+pytestmark = [pytest.mark.ssh]
+
+
+def test_a_crash_seen_only_by_wait_is_recorded_and_its_log_kept(
+    make_host: Callable[..., Host],
+) -> None:
+    crashing = make_host(FIREDUP_SIM_FAULT="oom_load")
+    spec = crashing.inventory_path.read_text().replace("keep_runs: 1000", "keep_runs: 1")
+    crashing.inventory_path.write_text(spec)
+    started = crashing.cli("start")
+    assert started.returncode == 0, started.stdout + started.stderr
+    (crashed,) = crashing.runs()
+    waited = crashing.cli("wait", "--timeout", "30")
+    assert waited.returncode == 8, waited.stdout + waited.stderr
+    records = [r for r in crashing.history() if r["run_id"] == crashed]
+    assert [(r["action"], r["outcome"]) for r in records][-1] == ("wait", "failed"), records
+    # A healthy deploy on the same node (keep_runs: 1) prunes, but not the crashed run.
+    healthy = Host.create(crashing.sshd, crashing.root / "ok", None, {}, crashing.workdir)
+    healthy.inventory_path.write_text(
+        healthy.inventory_path.read_text().replace("keep_runs: 1000", "keep_runs: 1")
+    )
+    try:
+        deployed = healthy.cli("deploy")
+        assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+        assert (crashing.workdir / "runs" / crashed / "server.log").exists()
+    finally:
+        healthy.cleanup()
+
+
+def test_status_and_wait_after_a_stop_say_stopped(make_host: Callable[..., Host]) -> None:
+    host = make_host()
+    assert host.cli("deploy").returncode == 0
+    assert host.cli("stop").returncode == 0
+    status = host.cli("status", "--json")
+    (entry,) = json.loads(status.stdout)["hosts"]
+    assert entry["state"] == "stopped", status.stdout
+    waited = host.cli("wait", "--timeout", "10")
+    output = waited.stdout + waited.stderr
+    assert waited.returncode == 1, output
+    assert "was stopped by" in output and "exited without a known error" not in output, output
