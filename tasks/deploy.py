@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from fabric import task
 from invoke.context import Context
 
 from firedup.config.inventory import Inventory
@@ -33,10 +32,13 @@ from tasks.common import (
     connect,
     connected,
     get_inventory,
+    number,
     per_host,
     reporting,
     require_host,
     say,
+    task,
+    whole,
 )
 from tasks.plan import show_plan
 from tasks.progress import Board, HostView
@@ -166,6 +168,14 @@ def _close(ranks: list[Rank]) -> None:
         rank.node.close()
 
 
+MIN_POLL_S = 0.1  # --poll 0 would look at the node in a busy loop
+
+
+def _knobs(timeout: str | None, poll: str | None) -> tuple[int, float]:
+    """--timeout and --poll, checked before anything is contacted."""
+    return whole("timeout", timeout, 0), number("poll", poll, 1.0, minimum=MIN_POLL_S)
+
+
 def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
     def work(
         c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
@@ -215,22 +225,21 @@ def deploy(
     host: str | None = None,
     inventory: str | None = None,
     restart: bool = False,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     follow: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
+        knobs = _knobs(timeout, poll)
         selector = require_host("deploy", host)
         if dry_run:
             show_plan(c, selector, inventory, restart)
             return
         how = DeployOptions(restart=restart, force_unlock=force_unlock)
-        _run_fleet(
-            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
-        )
+        _run_fleet(c, get_inventory(c, inventory), selector, follow, _deploy_one(how, *knobs))
 
 
 @task(
@@ -247,18 +256,17 @@ def restart(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     follow: bool = False,
     force_unlock: bool = False,
 ) -> None:
     """Stop the running server and deploy it again (preflight, patches, start, wait)."""
     with reporting():
+        knobs = _knobs(timeout, poll)
         selector = require_host("restart", host)
         how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
-        _run_fleet(
-            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
-        )
+        _run_fleet(c, get_inventory(c, inventory), selector, follow, _deploy_one(how, *knobs))
 
 
 @task(help={"host": HOSTS_HELP, "inventory": INVENTORY_HELP})
@@ -330,12 +338,13 @@ def wait(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     run: str | None = None,
     follow: bool = False,
 ) -> None:
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
         selector = require_host("wait", host)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, _wait_one(timeout, poll, run))
+        knobs = _knobs(timeout, poll)
+        _run_fleet(c, get_inventory(c, inventory), selector, follow, _wait_one(*knobs, run))
