@@ -2,9 +2,10 @@
 
 A deployment names its secrets and where the operator's machine holds them (an env var or a
 local file); the inventory never holds a value. Values are resolved on the operator's side,
-written on the node to `<rundir>/secrets.env` (mode 0600, before any byte is written), and
-sourced by the launch script. Everything that prints (plans, errors, records) passes through
-`mask`, which replaces every value resolved in this process with `***`.
+written on the node to `<rundir>/secrets.env` (mode 0600, before any byte is written), sourced
+by the launch script and deleted by it. Everything that prints (plans, errors, records, what
+the node sends back) passes through `mask`, which replaces every value resolved or learned
+(`learn_secrets`) in this process with `***`. See docs/security.md.
 """
 
 from __future__ import annotations
