@@ -13,9 +13,9 @@ from dataclasses import dataclass, replace
 
 from firedup.config.inventory import Deployment, HostSpec, Placement
 from firedup.config.secrets import resolve_secrets
-from firedup.errors import DeployError, PreflightError, TransientConnectError
+from firedup.errors import DeployError, PreflightError, StartError, TransientConnectError
 from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
-from firedup.launch.runs import RunMeta, current_run, new_run_id, start_run
+from firedup.launch.runs import RunMeta, current_run, is_alive, new_run_id, start_run
 from firedup.logscan import ScanState
 from firedup.node.base import Node
 from firedup.node.lock import node_lock
@@ -234,6 +234,13 @@ def prepare(
 ) -> PreflightReport:
     """preflight -> sync patches, under the caller's lock; raises when the launch would fail."""
     current = current_run(node, plan.host)
+    if current is not None and not how.restart and is_alive(node, current):
+        # Said before preflight, whose port check would call it a preflight failure (6):
+        # a server of ours already running is a refused start (7), as docs/exit-codes.md says.
+        raise StartError(
+            f"{plan.host.name}: run {current.run_id} is still running (pid {current.pid})",
+            hint="use --restart to replace it, or `fab stop` it first",
+        )
     report = check_preflight(node, plan, restart=how.restart, current=current)
     for check in report.checks:
         if check.outcome is not CheckOutcome.PASS:

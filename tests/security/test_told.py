@@ -50,3 +50,15 @@ def test_status_and_wait_after_a_stop_say_stopped(make_host: Callable[..., Host]
     output = waited.stdout + waited.stderr
     assert waited.returncode == 1, output
     assert "was stopped by" in output and "exited without a known error" not in output, output
+
+
+def test_a_deploy_over_our_running_server_is_a_refused_start(
+    make_host: Callable[..., Host],
+) -> None:
+    host = make_host()
+    assert host.cli("deploy").returncode == 0
+    live = host.live_runs()
+    again = host.cli("deploy")
+    assert again.returncode == 7, again.stdout + again.stderr  # StartError, docs/exit-codes.md
+    assert "still running" in again.stderr and "--restart" in again.stderr, again.stderr
+    assert host.live_runs() == live
