@@ -14,7 +14,7 @@ import threading
 from typing import TextIO
 
 from firedup.config.secrets import mask
-from firedup.readiness.report import progress_key, progress_text
+from firedup.readiness.report import change_text, progress_key, progress_text
 from firedup.readiness.watch import WaitStatus
 
 CLEAR = "\x1b[2K"
@@ -72,7 +72,7 @@ class Board:
                 self._draw()
                 self.out.flush()
             elif changed:
-                self._emit(line)
+                self._emit(mask(f"[{host}] {change_text(status)}"))
             if status.warning is not None:
                 self._emit(mask(f"[{host}] WARNING {status.warning.text()}"))
 

@@ -50,6 +50,7 @@ def other_reader(watched: Path) -> Iterator[list[str]]:
             stdout=sink,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            cwd="/",  # the checkout may be under /root, which the other account cannot enter
         )
     lines: list[str] = []
     try:
@@ -74,7 +75,10 @@ def walk_as_other(workdir: Path) -> str:
     """Everything the other account can read under the workdir: a find + cat of each file."""
     script = 'find "$1" -type f -exec sh -c \'cat -- "$1" && echo "READ $1"\' _ {} \\; 2>&1'
     done = subprocess.run(
-        as_other("bash", "-c", script, "walk", str(workdir)), capture_output=True, text=True
+        as_other("bash", "-c", script, "walk", str(workdir)),
+        capture_output=True,
+        text=True,
+        cwd="/",
     )
     return done.stdout
 
@@ -220,7 +224,7 @@ def test_the_other_account_cannot_block_stop_or_deploy(
         as_other("bash", "-c", 'exec 9< "$1" && flock -n 9 && sleep 60', "b", str(lock)),
     ]
     for argv in tries:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=10, cwd="/")
         assert done.returncode != 0  # refused at once: it cannot open the file
     again = host.cli("deploy", "--restart")
     assert again.returncode == 0, again.stdout + again.stderr

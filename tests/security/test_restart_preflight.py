@@ -24,7 +24,7 @@ def stock_demo(sshd: Sshd, root: Path) -> Path:
     )
     deployment["port"] = free_port()
     hosts = story_hosts(sshd, root, ["demo"])
-    hosts["demo"]["env"]["FIREDUP_SIM_SPEED"] = "20"
+    hosts["demo"]["env"]["FIREDUP_SIM_SPEED"] = "50"
     path = root / "hosts.yaml"
     path.write_text(yaml.safe_dump({"hosts": hosts, "deployments": {"demo": deployment}}))
     return path
