@@ -63,8 +63,22 @@ def _hooks(view: HostView) -> WaitHooks:
     return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
 
 
-def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
+class Launches(dict[str, RunMeta]):
+    """The runs started so far, per host, and the hosts whose start had begun (its answer, the
+    pid, may not have come back yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launching: set[str] = set()
+
+
+def _interrupted(started: Launches, selector: str) -> WaitInterrupted:
     """Ctrl-C stops waiting, never the servers: say so and how to come back."""
+    if not started and not started.launching:
+        return WaitInterrupted(
+            "interrupted before the launch (preflight or patches); no server was started",
+            hint=f"`fab deploy --host {selector}` when ready",
+        )
     if not started:
         # The start may have run on the node before its answer reached us: do not deny it.
         return WaitInterrupted(
@@ -115,7 +129,7 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
         sys.exit(code)
 
 
-Work = Callable[[Context, Inventory, list[str], HostView, dict[str, RunMeta]], WaitStatus]
+Work = Callable[[Context, Inventory, list[str], HostView, Launches], WaitStatus]
 
 
 def units_of(inv: Inventory, selector: str) -> list[list[str]]:
@@ -142,7 +156,7 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
 def _run_fleet(c: Context, inv: Inventory, selector: str, follow: bool, work: Work) -> None:
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
     board = Board(list(units), follow=follow)
-    started: dict[str, RunMeta] = {}
+    started = Launches()
     try:
         results = per_host(
             list(units), lambda key: work(c, inv, units[key], board.view(key), started)
@@ -178,7 +192,7 @@ def _knobs(timeout: str | None, poll: str | None) -> tuple[int, float]:
 
 def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
     def work(
-        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
     ) -> WaitStatus:
         deployment = inv.deployment_for(inv.host(unit[0]))
         wait = wait_options(deployment, float(timeout), float(poll))
@@ -192,6 +206,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                     how=options,
                     on_progress=lambda host, m: view.message(f"{host}: {m}"),
                     on_started=lambda run: started.__setitem__(run.host, run),
+                    on_launching=started.launching.add,
                 )
             return apply_deploy(
                 ranks[0].node,
@@ -201,6 +216,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                 how=options,
                 on_progress=view.message,
                 on_started=lambda run: started.__setitem__(run.host, run),
+                on_launching=started.launching.add,
             )
         finally:
             _close(ranks)
@@ -298,7 +314,7 @@ def start(
 
 def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
     def work(
-        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
     ) -> WaitStatus:
         deployment = inv.deployment_for(inv.host(unit[0]))
         options = wait_options(deployment, float(timeout), float(poll))

@@ -169,8 +169,12 @@ def apply_deploy(
     how: DeployOptions = DeployOptions(),
     on_progress: Progress = _quiet,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
+    on_launching: Callable[[str], None] = lambda _host: None,
 ) -> WaitStatus:
-    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node."""
+    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node.
+
+    `on_launching(host)` comes just before the start: until then an interrupt leaves no
+    server; after it, the server may run even if its pid never came back."""
     with node_lock(
         node,
         plan.host,
@@ -184,6 +188,7 @@ def apply_deploy(
         # take it back (or learn who took the node) before anything is started.
         if lock.refresh():
             on_progress("the node's lock was lost with the connection; taken again")
+        on_launching(plan.host.name)
         run = start_plan(
             node,
             plan,

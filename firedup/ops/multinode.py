@@ -100,6 +100,7 @@ def apply_multinode(
     how: DeployOptions,
     on_progress: Callable[[str, str], None] = lambda _host, _m: None,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
+    on_launching: Callable[[str], None] = lambda _host: None,
 ) -> WaitStatus:
     """Lock, prepare and start every rank, then wait for rank 0 while watching the others."""
 
@@ -123,6 +124,8 @@ def apply_multinode(
         versions = [prepare(r.node, r.plan, how, say(r)).engine_version for r in ranks]
         for lock in held:
             lock.refresh()  # a drop while preparing ended that node's holder: take it back
+        for r in ranks:
+            on_launching(r.plan.host.name)
         runs = [
             start_plan(r.node, r.plan, restart=how.restart, engine_version=v, on_progress=say(r))
             for r, v in zip(ranks, versions, strict=True)

@@ -91,9 +91,9 @@ def token_wrapper(where: Path) -> Path:
     wrapper = where / "python-logging-token"
     wrapper.write_text(
         "#!/bin/sh\n"
-        'case "$*" in *launch_server*)\n'
-        '  echo "fetching https://hub.example/model?token=${HF_TOKEN:-none}" ;;\n'
-        "esac\n"
+        'if [ "$1" = -m ] && [ "$2" = sglang.launch_server ]; then\n'
+        '  echo "fetching https://hub.example/model?token=${HF_TOKEN:-none}"\n'
+        "fi\n"
         f'exec {NODE_PYTHON} "$@"\n'
     )
     wrapper.chmod(0o755)

@@ -4,10 +4,14 @@ by `fab wait` is recorded, so the next deploy's pruning keeps that run's log."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
+from tests.conftest import FAB, NODE_PYTHON, REPO, wait_until
 from tests.reliability.helpers import Host
 
 pytestmark = [pytest.mark.ssh]
@@ -62,3 +66,39 @@ def test_a_deploy_over_our_running_server_is_a_refused_start(
     assert again.returncode == 7, again.stdout + again.stderr  # StartError, docs/exit-codes.md
     assert "still running" in again.stderr and "--restart" in again.stderr, again.stderr
     assert host.live_runs() == live
+
+
+def test_ctrl_c_during_preflight_says_nothing_was_started(
+    make_host: Callable[..., Host], tmp_path: Path
+) -> None:
+    """The tool knows it had not started anything: it says so, not "during the launch".
+    (invoke lets the node command that is running finish first: the preflight's python sleeps
+    a few seconds, not more.)"""
+    marker = tmp_path / "in-preflight"
+    wrapper = tmp_path / "slow-python"
+    wrapper.write_text(
+        "#!/bin/sh\n"
+        # preflight runs `python -c SNIPPET`; the launch is `python -m sglang.launch_server`.
+        f'[ "$1" != -c ] || {{ : > {marker}; sleep 4; }}\n'
+        f'exec {NODE_PYTHON} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    host = make_host()
+    host.inventory_path.write_text(
+        host.inventory_path.read_text().replace(NODE_PYTHON, str(wrapper))
+    )
+    argv = [FAB, "deploy", "--host", "n", "--inventory", str(host.inventory_path)]
+    proc = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(marker.exists, 30, "preflight to reach the node's python")
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, out + err
+    assert "no server was started" in err and "during the launch" not in err, err
+    assert not host.live_runs()
