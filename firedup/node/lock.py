@@ -30,6 +30,7 @@ from firedup.node.base import Node, operator, run_script, script_argv
 
 LOCK_FILE = ".lock"
 RECORD_FILE = "lock.json"
+WAITING_FILE = "lock.waiting"  # the holder pid of a deploy that only waits (lock_wait.sh)
 BEAT_S = 1  # how soon a holder notices its operator is gone
 ACQUIRE_TIMEOUT_S = 20.0
 STREAM_TICK_S = 0.5
@@ -208,6 +209,7 @@ class HeldLock:
     lost: bool = False  # set on release when the holder had already died (connection dropped)
     generation: int = 0  # the node's connection generation the holder was started on
     warning: str = ""  # the holder's own words when it holds without a record (a full disk)
+    retaken: bool = False  # re-taken after a dropped connection (refresh)
 
     def is_held(self) -> bool:
         info = lock_status(self.node, self.host)
@@ -232,7 +234,7 @@ class HeldLock:
             _end_holder(self.node, self.host, self.holder_pid)
         again = _acquire_retrying(self.node, self.host, self.owner, self.holder_pid)
         self.holder_pid, self._stream, self.lost = again.holder_pid, again._stream, True
-        self.generation = again.generation
+        self.generation, self.retaken = again.generation, True
         return True
 
     def release(self) -> None:
@@ -362,5 +364,28 @@ def node_lock(
     finally:
         del held[key]
         lock.release()
-        if lock.lost:
+        if lock.lost and _generation(node) == lock.generation and not lock.retaken:
+            on_progress(
+                "the lock was taken over while this operation ran "
+                "(`fab unlock`, --force-unlock, or `fab stop` during the wait)"
+            )
+        elif lock.lost:
             on_progress("the lock had ended with a dropped connection before release")
+
+
+def mark_waiting(node: Node, host: HostSpec, lock: HeldLock) -> None:
+    """Say on the node that this lock's operation only waits now: `fab stop` may take it over.
+    Best effort (a full disk): then stop is refused as before, naming the owner."""
+    with suppress(DeployError):
+        run_script(node, "lock_wait", host.workdir, str(lock.holder_pid), check=False)
+
+
+def waiting_holder(node: Node, host: HostSpec) -> LockInfo | None:
+    """The lock, when its holder is a deploy that only waits for its server; else None."""
+    path = posixpath.join(host.workdir, WAITING_FILE)
+    marked = node.run(["cat", "--", path], check=False).out.strip()
+    if not marked.isdigit():
+        return None
+    info = lock_status(node, host)
+    held = info is not None and info.state is LockState.HELD
+    return info if held and info is not None and info.holder_pid == int(marked) else None

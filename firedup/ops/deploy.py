@@ -13,19 +13,27 @@ from dataclasses import dataclass, replace
 
 from firedup.config.inventory import Deployment, HostSpec, Placement
 from firedup.config.secrets import resolve_secrets
-from firedup.errors import DeployError, PreflightError, StartError, TransientConnectError
+from firedup.errors import (
+    DeployError,
+    PreflightError,
+    ServerCrashedError,
+    StartError,
+    TransientConnectError,
+)
 from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
 from firedup.launch.runs import RunMeta, current_run, is_alive, new_run_id, start_run
 from firedup.logscan import ScanState
 from firedup.node.base import Node
-from firedup.node.lock import node_lock
+from firedup.node.lock import mark_waiting, node_lock
 from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
     outcome_of,
     prune_runs,
+    read_history,
     run_record,
+    stop_of,
 )
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
@@ -197,6 +205,7 @@ def apply_deploy(
             on_progress=on_progress,
         )
         on_started(run)
+        mark_waiting(node, plan.host, lock)  # from here on `fab stop` may take the lock over
         seen: list[WaitStatus] = []
 
         def remember(status: WaitStatus) -> None:
@@ -216,6 +225,7 @@ def apply_deploy(
             try:
                 if lock.refresh():
                     on_progress("the node's lock was lost with the connection; taken again")
+                    mark_waiting(node, plan.host, lock)
                 pending.clear()
             except TransientConnectError:
                 pass  # still away: the next look tries again
@@ -224,14 +234,37 @@ def apply_deploy(
         try:
             status = wait_ready(node, run, options, watched)
         except (DeployError, KeyboardInterrupt) as exc:
+            stopped = _stopped_during_wait(node, plan, run, exc)
+            outcome = (Outcome.STOPPED, str(stopped)) if stopped else outcome_of(exc)
             last = seen[0].scan if seen else None
-            record(node, plan, run, how.action, outcome_of(exc), scan=last, on_progress=on_progress)
+            record(node, plan, run, how.action, outcome, scan=last, on_progress=on_progress)
+            if stopped is not None:
+                raise stopped from None
             raise
         record(
             node, plan, run, how.action, outcome_of(None), scan=status.scan, on_progress=on_progress
         )
         prune(node, plan.host, on_progress)
         return status
+
+
+def _stopped_during_wait(
+    node: Node, plan: DeployPlan, run: RunMeta, exc: BaseException
+) -> DeployError | None:
+    """The server "exited" because `fab stop` (another terminal) ended it: say that instead."""
+    if not isinstance(exc, ServerCrashedError):
+        return None
+    try:
+        stop = stop_of(read_history(node, plan.host, 50), run.run_id)
+    except DeployError:
+        return None
+    if stop is None:
+        return None
+    return DeployError(
+        f"{plan.host.name}: run {run.run_id} was stopped by {stop.who} at "
+        f"{stop.at:%Y-%m-%d %H:%M:%S} UTC while this deploy waited for it",
+        hint=f"`fab deploy --host {plan.host.name}` starts it again",
+    )
 
 
 def prepare(

@@ -16,7 +16,7 @@ from firedup.errors import DeployError, StartError
 from firedup.launch.gpus import gpu_apps
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
 from firedup.node.base import Node
-from firedup.node.lock import node_lock
+from firedup.node.lock import node_lock, waiting_holder
 from firedup.ops.history import Action, Outcome, append_history, run_record
 
 GPU_RELEASE_S = 15.0  # the driver frees memory a moment after the process is reaped
@@ -73,7 +73,11 @@ def stop_host(
 
     Needs no free disk: on a full one the lock holds without its record and the history line
     is not written; the outcome says both (`unrecorded`)."""
-    with node_lock(node, host, "stop", force=force_unlock, on_progress=on_progress) as lock:
+    waiting = None if force_unlock else waiting_holder(node, host)
+    if waiting is not None:
+        on_progress(f"taking the lock over from {waiting.describe()}: it only waits")
+    force = force_unlock or waiting is not None
+    with node_lock(node, host, "stop", force=force, on_progress=on_progress) as lock:
         unrecorded = [f"the lock's record ({lock.warning})"] if lock.warning else []
         run = current_run(node, host)
         if run is None:

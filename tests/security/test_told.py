@@ -102,3 +102,35 @@ def test_ctrl_c_during_preflight_says_nothing_was_started(
     assert proc.returncode == 130, out + err
     assert "no server was started" in err and "during the launch" not in err, err
     assert not host.live_runs()
+
+
+def test_stop_from_another_terminal_ends_a_deploy_that_only_waits(
+    make_host: Callable[..., Host],
+) -> None:
+    """A deploy waiting for a slow start holds the lock; `fab stop` elsewhere takes it over
+    (the wait changes nothing), stops the server, and the deploy says who stopped it."""
+    host = make_host(FIREDUP_SIM_SPEED="0.05")  # tiny-llama: ~30 s to ready
+    argv = [FAB, "deploy", "--host", "n", "--inventory", str(host.inventory_path)]
+    deploy = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        wait_until(lambda: (host.workdir / "lock.waiting").exists(), 30, "the deploy to wait")
+        stopped = host.cli("stop", "--grace", "2")
+        out, err = deploy.communicate(timeout=60)
+    finally:
+        if deploy.poll() is None:
+            deploy.kill()
+            deploy.wait()
+    assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+    assert "stopped" in stopped.stdout and "it only waits" in stopped.stderr, stopped.stderr
+    assert not host.live_runs()
+    assert deploy.returncode == 1, out + err
+    assert "was stopped by" in err and "while this deploy waited" in err, err
+    assert "exited without a known error" not in err, err
+    assert "dropped connection" not in err, err
+    outcomes = [(r["action"], r["outcome"]) for r in host.history()]
+    assert outcomes[-2:] in (
+        [("stop", "stopped"), ("deploy", "stopped")],
+        [("deploy", "stopped"), ("stop", "stopped")],
+    ), outcomes

@@ -48,7 +48,7 @@ fi
 sleeper=
 # The record goes while the lock is still ours, so it can never erase the next owner's record.
 release() {
-  rm -f -- "$record"
+  rm -f -- "$record" "$workdir/lock.waiting"
   [ -n "$sleeper" ] && kill "$sleeper" 2> /dev/null
   exit 0
 }
