@@ -24,7 +24,7 @@ from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, r
 from firedup.launch.runs import RunMeta, current_run, is_alive, new_run_id, start_run
 from firedup.logscan import ScanState
 from firedup.node.base import Node
-from firedup.node.lock import mark_waiting, node_lock
+from firedup.node.lock import lock_status, mark_waiting, node_lock
 from firedup.ops.history import (
     Action,
     Outcome,
@@ -234,7 +234,7 @@ def apply_deploy(
         try:
             status = wait_ready(node, run, options, watched)
         except (DeployError, KeyboardInterrupt) as exc:
-            stopped = _stopped_during_wait(node, plan, run, exc)
+            stopped = stopped_during_wait(node, plan, run, exc)
             outcome = (Outcome.STOPPED, str(stopped)) if stopped else outcome_of(exc)
             last = seen[0].scan if seen else None
             record(node, plan, run, how.action, outcome, scan=last, on_progress=on_progress)
@@ -248,21 +248,28 @@ def apply_deploy(
         return status
 
 
-def _stopped_during_wait(
+def stopped_during_wait(
     node: Node, plan: DeployPlan, run: RunMeta, exc: BaseException
 ) -> DeployError | None:
-    """The server "exited" because `fab stop` (another terminal) ended it: say that instead."""
+    """The server "exited" because `fab stop` (another terminal) ended it: say that instead.
+    The stop's history record comes after the server is gone; until then the stop is known
+    by the lock it took over from this deploy."""
     if not isinstance(exc, ServerCrashedError):
         return None
     try:
         stop = stop_of(read_history(node, plan.host, 50), run.run_id)
+        info = None if stop is not None else lock_status(node, plan.host)
     except DeployError:
         return None
-    if stop is None:
+    if stop is not None:
+        who = f"{stop.who} at {stop.at:%Y-%m-%d %H:%M:%S} UTC"
+    elif info is not None and info.owner is not None and info.owner.operation == "stop":
+        who = info.owner.operator
+    else:
         return None
     return DeployError(
-        f"{plan.host.name}: run {run.run_id} was stopped by {stop.who} at "
-        f"{stop.at:%Y-%m-%d %H:%M:%S} UTC while this deploy waited for it",
+        f"{plan.host.name}: run {run.run_id} was stopped by {who} (`fab stop`) while this "
+        "wait was on",
         hint=f"`fab deploy --host {plan.host.name}` starts it again",
     )
 

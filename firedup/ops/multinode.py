@@ -33,6 +33,7 @@ from firedup.ops.deploy import (
     prune,
     record,
     start_plan,
+    stopped_during_wait,
 )
 from firedup.ops.history import PRUNE_HISTORY_LINES, Action, outcome_of, read_history, stop_of
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
@@ -183,6 +184,9 @@ def wait_recorded(
     try:
         status = wait_multinode(ranks, runs, options, hooks)
     except OBSERVED as exc:
+        by_stop = stopped_during_wait(ranks[0].node, ranks[0].plan, runs[0], exc)
+        if by_stop is not None:
+            raise by_stop from None  # `fab stop` recorded it; a stop is no failure to keep
         for r, run in zip(ranks, runs, strict=True):
             record(r.node, r.plan, run, Action.WAIT, outcome_of(exc))
         raise

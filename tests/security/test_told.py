@@ -126,9 +126,10 @@ def test_stop_from_another_terminal_ends_a_deploy_that_only_waits(
     assert "stopped" in stopped.stdout and "it only waits" in stopped.stderr, stopped.stderr
     assert not host.live_runs()
     assert deploy.returncode == 1, out + err
-    assert "was stopped by" in err and "while this deploy waited" in err, err
+    assert "was stopped by" in err and "while this wait was on" in err, err
     assert "exited without a known error" not in err, err
     assert "dropped connection" not in err, err
+    assert "the lock was taken over while this operation ran" in err, err  # and why it ended
     outcomes = [(r["action"], r["outcome"]) for r in host.history()]
     assert outcomes[-2:] in (
         [("stop", "stopped"), ("deploy", "stopped")],
