@@ -7,32 +7,20 @@ Each predicts a launch failure that would otherwise cost a 30-minute wait (engin
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
 
-from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV, Deployment
+from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.engine import Engine
-from firedup.patching import PatchReport, PatchStatus
+from firedup.patching import PatchStatus
 from firedup.preflight.context import architectures, derived_context_length
-from firedup.preflight.facts import Gpu, NodeFacts
+from firedup.preflight.flagcheck import check_engine_flags
 from firedup.preflight.gaps import GAPS
 from firedup.preflight.model import Check, failed, passed, warned
+from firedup.preflight.situation import Situation
 
 GIB = 1024**3
 MIN_DISK_BYTES = 1 * GIB
 WARN_DISK_BYTES = 5 * GIB
 REQUIRED_TOOLS = ("setsid", "nohup", "tail", "ps")
-
-
-@dataclass(frozen=True)
-class Situation:
-    """Everything a check may look at; nothing here touches the node."""
-
-    facts: NodeFacts
-    deployment: Deployment
-    patches: PatchReport | None
-    our_sid: int | None  # the session of our current run on this node, if any runs
-    our_run: str | None
-    restart: bool
 
 
 def check_tools(s: Situation) -> Check:
@@ -235,7 +223,7 @@ def check_gpus(s: Situation) -> Check:
             f"cannot query GPUs: {s.facts.gpu_error}",
             "is the NVIDIA driver installed and nvidia-smi on the host's PATH?",
         )
-    gpus = _without_replaced_run(s)
+    gpus = s.gpus_after_restart()
     per_node = -(-d.tp // d.nnodes)  # tp spans all the nodes of a multi-node deployment
     if len(gpus) < per_node:
         return failed(
@@ -266,26 +254,6 @@ def check_gpus(s: Situation) -> Check:
     )
 
 
-def _without_replaced_run(s: Situation) -> tuple[Gpu, ...]:
-    """The GPUs as they will be once a restart has stopped our run: its memory counts as free
-    (it is about to be), so a restart is not refused for the memory it is replacing."""
-    if not s.restart or s.our_sid is None:
-        return s.facts.gpus
-    ours = {p.pid for p in s.facts.processes if p.sid == s.our_sid} | {s.our_sid}
-    held: dict[str, float] = {}
-    for app in s.facts.gpu_apps:
-        if app.pid in ours and app.gpu_uuid:
-            held[app.gpu_uuid] = held.get(app.gpu_uuid, 0.0) + app.used_mib
-    return tuple(
-        replace(
-            g,
-            used_mib=max(0.0, g.used_mib - held.get(g.uuid, 0.0)),
-            free_mib=min(g.total_mib, g.free_mib + held.get(g.uuid, 0.0)),
-        )
-        for g in s.facts.gpus
-    )
-
-
 def check_disk(s: Situation) -> Check:
     free = s.facts.disk_free_bytes
     detail = f"{free / GIB:.1f} GiB free at {s.facts.disk_path}"
@@ -299,6 +267,7 @@ def check_disk(s: Situation) -> Check:
 CHECKS: tuple[Callable[[Situation], Check], ...] = (
     check_tools,
     check_engine,
+    check_engine_flags,
     check_models,
     check_context,
     check_model_hooks,
