@@ -135,3 +135,37 @@ def test_stop_from_another_terminal_ends_a_deploy_that_only_waits(
         [("stop", "stopped"), ("deploy", "stopped")],
         [("deploy", "stopped"), ("stop", "stopped")],
     ), outcomes
+
+
+def test_logs_follow_ends_130_on_ctrl_c_and_progress_lines_say_real_times(
+    make_host: Callable[..., Host],
+) -> None:
+    host = make_host()
+    deployed = host.cli("deploy")
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    # Off a terminal one line per change: the time in a phase just entered is always 0s.
+    changes = [ln for ln in deployed.stderr.splitlines() if "alive=" in ln]
+    assert changes and not [ln for ln in changes if "0s in phase" in ln], deployed.stderr
+    argv = [FAB, "logs", "--follow", "--host", "n", "--inventory", str(host.inventory_path)]
+    follow = subprocess.Popen(
+        argv, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert follow.stdout is not None
+        follow.stdout.readline()  # it is following
+        follow.send_signal(signal.SIGINT)
+        _out, err = follow.communicate(timeout=30)
+    finally:
+        if follow.poll() is None:
+            follow.kill()
+            follow.wait()
+    assert follow.returncode == 130, err  # as docs/exit-codes.md says
+    assert "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("task", ["deploy", "restart", "stop"])
+def test_force_unlock_has_no_short_flag(task: str) -> None:
+    """It was -o on deploy (where -f is --follow) and -f on stop."""
+    shown = subprocess.run([FAB, "--help", task], cwd=REPO, capture_output=True, text=True)
+    line = next(ln for ln in shown.stdout.splitlines() if "--force-unlock" in ln)
+    assert line.split()[0] == "--force-unlock", line
