@@ -231,3 +231,16 @@ def test_the_other_account_cannot_block_stop_or_deploy(
     stopped = host.cli("stop")
     assert stopped.returncode == 0 and "stopped" in stopped.stdout, stopped.stdout + stopped.stderr
     assert not host.live_runs()
+
+
+def test_old_copies_of_secrets_env_are_swept(make_host: Callable[..., Host]) -> None:
+    """§2: 21 copies after one session, from runs of an older firedup or launches that never
+    read theirs: the next locked operation removes every one older than a minute."""
+    host = make_host()
+    assert host.cli("deploy").returncode == 0
+    old = host.workdir / "runs" / "20200101T000000Z-0ld000" / "secrets.env"
+    old.parent.mkdir(mode=0o700)
+    old.write_text("HF_TOKEN=an-old-token\n")
+    os.utime(old, (time.time() - 600, time.time() - 600))
+    assert host.cli("stop").returncode == 0
+    assert not old.exists()

@@ -61,6 +61,10 @@ if ! written=$( { printf '{"holder_pid": %d, "acquired_at": %s, "owner": %s}\n' 
   rm -f -- "$record.tmp.$$"
   printf 'warning=cannot write %s: %s\n' "$record" "$(echo "$written" | tail -n 1)"
 fi
+# A secrets.env that outlived its launch (one that never started, or a run from before the
+# launch removed its own): none stays. A launch reads its own within a second of its start.
+find "$workdir/runs" -mindepth 2 -maxdepth 2 -name secrets.env -type f -mmin +1 \
+  -delete 2> /dev/null
 printf 'locked pid=%s\n' "$$"
 while printf '.' 2> /dev/null; do
   # In the background so a TERM is handled at once, not after the sleep; fd 9 stays with us.
