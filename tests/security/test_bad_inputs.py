@@ -6,14 +6,12 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import FAB, REPO, SIM_MODELS, fab
-from tests.reliability.helpers import Host
 
 INVENTORY = {
     "hosts": {"n": {"transport": "local", "workdir": "/nonexistent/fd", "deployment": "d"}},
@@ -127,13 +125,3 @@ def test_a_value_that_starts_with_a_dash_stays_the_flags(inventory: Path, tmp_pa
     result = fab("render", "--host", "n", "--inventory", str(path))
     assert result.returncode == 0, result.stderr
     assert "'--chat-template=-weird name'" in result.stdout, result.stdout  # one word
-
-
-def test_stop_and_logs_with_good_values_still_work(make_host: Callable[..., Host]) -> None:
-    host = make_host()
-    assert host.cli("deploy").returncode == 0
-    logs = host.cli("logs", "--lines", "3")
-    assert logs.returncode == 0 and len(logs.stdout.splitlines()) <= 3, logs.stdout
-    assert host.cli("history", "--lines", "1").returncode == 0
-    stopped = host.cli("stop", "--grace", "2")
-    assert stopped.returncode == 0, stopped.stdout + stopped.stderr

@@ -50,6 +50,8 @@ def test_status_and_wait_after_a_stop_say_stopped(make_host: Callable[..., Host]
     status = host.cli("status", "--json")
     (entry,) = json.loads(status.stdout)["hosts"]
     assert entry["state"] == "stopped", status.stdout
+    last = host.cli("history", "--lines", "1")  # a good value still works
+    assert last.returncode == 0 and len(last.stdout.splitlines()) == 2, last.stdout
     waited = host.cli("wait", "--timeout", "10")
     output = waited.stdout + waited.stderr
     assert waited.returncode == 1, output
