@@ -35,7 +35,7 @@ from firedup.ops.deploy import (
     start_plan,
     stopped_during_wait,
 )
-from firedup.ops.history import PRUNE_HISTORY_LINES, Action, outcome_of, read_history, stop_of
+from firedup.ops.history import Action, outcome_of, read_history, stop_of
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import RunWatcher, WaitStatus, tail_argv
 
@@ -164,6 +164,8 @@ def wait_multinode(
         return wait_ready(ranks[0].node, runs[0], options, replace(hooks, guard=guard))
 
 
+STOP_LOOKBACK = 50  # history records `fab wait` reads to learn whether its run was stopped
+
 # What a wait observed about the server itself (not an interrupt, not a lost connection).
 OBSERVED = (ServerCrashedError, NotReadyError, ForeignListenerError)
 
@@ -174,7 +176,7 @@ def wait_recorded(
     """`fab wait`: refuse a run that `fab stop` ended, else wait and record what was seen in
     each rank's history, so a crash only this wait saw keeps its log through pruning."""
     for r, run in zip(ranks, runs, strict=True):
-        stopped = stop_of(read_history(r.node, r.plan.host, PRUNE_HISTORY_LINES), run.run_id)
+        stopped = stop_of(read_history(r.node, r.plan.host, STOP_LOOKBACK), run.run_id)
         if stopped is not None and not is_alive(r.node, run):
             raise DeployError(
                 f"{run.host}: run {run.run_id} was stopped by {stopped.who} at "
