@@ -4,6 +4,7 @@ no server running."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -52,6 +53,9 @@ def test_a_reused_pid_is_never_signalled(make_host: Callable[..., Host]) -> None
         pytest.skip(f"could not get pid {pid} back within the deadline (a busy machine)")
     try:
         assert os.getsid(stranger.pid) == pid  # a session leader: the worst case for `ps -s`
+        status = host.cli("status", "--json")
+        (entry,) = json.loads(status.stdout)["hosts"]
+        assert entry["state"] != "starting" and not entry["signals"]["alive"], status.stdout
         stopped = host.cli("stop", "--grace", "1")
         output = stopped.stdout + stopped.stderr
         assert stopped.returncode == 0, output
