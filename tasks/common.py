@@ -8,11 +8,13 @@ traceback; anything else is a bug and keeps its traceback.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 import fabric
 from invoke.context import Context
@@ -28,7 +30,7 @@ T = TypeVar("T")
 
 # Options that must never be typed by accident: no short flag (invoke would give
 # --force-unlock `-o` on deploy, where -f is --follow, and `-f` on stop).
-LONG_ONLY = frozenset({"force_unlock"})
+LONG_ONLY = frozenset({"force_unlock", "force"})
 
 
 class FiredupTask(fabric.Task):
@@ -97,7 +99,7 @@ def reporting() -> Iterator[None]:
     try:
         yield
     except DeployError as exc:
-        raise Exit(mask(f"firedup: {exc}"), code=exc.exit_code) from None
+        raise Exit(fitted(mask(f"firedup: {exc}"), sys.stderr), code=exc.exit_code) from None
     except KeyboardInterrupt:
         raise Exit("firedup: interrupted", code=130) from None
     except BrokenPipeError:
@@ -128,6 +130,24 @@ def whole(option: str, value: object, default: int, *, minimum: int = 0) -> int:
     if parsed != int(parsed):
         raise UsageError(f"--{option}: expected a whole number, got {value!r}")
     return int(parsed)
+
+
+def fitted(text: str, stream: TextIO) -> str:
+    """On a terminal, each line broken to its width (continuations indented): the terminal
+    never wraps our lines. Anywhere else, the text as it is."""
+    if not stream.isatty():
+        return text
+    width = max(20, shutil.get_terminal_size().columns - 1)
+    return "\n".join(
+        textwrap.fill(
+            line,
+            width=width,
+            subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+            break_on_hyphens=False,
+        )
+        or line
+        for line in text.splitlines()
+    )
 
 
 def say(message: str) -> None:

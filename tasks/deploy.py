@@ -31,6 +31,7 @@ from tasks.common import (
     INVENTORY_HELP,
     connect,
     connected,
+    fitted,
     get_inventory,
     number,
     per_host,
@@ -41,12 +42,14 @@ from tasks.common import (
     whole,
 )
 from tasks.plan import show_plan
-from tasks.progress import Board, HostView
+from tasks.progress import Board, HostView, Mode, Output
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
 POLL_HELP = "seconds between looks at process, port and health (the log streams; default 1)"
 FOLLOW_HELP = "print the server log as it arrives"
+JSON_HELP = "one JSON object per event on stdout (docs/events.md); nothing else there"
+PLAIN_HELP = "plain lines, one per change, even on a terminal (no live display)"
 UNLOCK_HELP = "take the node's lock even if another operation holds it (ends its holder)"
 
 
@@ -60,7 +63,9 @@ def _ready_message(key: str, status: WaitStatus) -> str:
 
 
 def _hooks(view: HostView) -> WaitHooks:
-    return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
+    return WaitHooks(
+        on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
+    )
 
 
 class Launches(dict[str, RunMeta]):
@@ -95,14 +100,16 @@ def _interrupted(started: Launches, selector: str) -> WaitInterrupted:
     )
 
 
-def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
-    """One host: its message or its error. Several: a table, exit non-zero on any failure."""
+def _finish(results: dict[str, WaitStatus | DeployError], quiet: bool = False) -> None:
+    """One host: its message or its error. Several: a table, exit non-zero on any failure.
+    `quiet` (--json): stdout carries only the events; errors still go to stderr."""
     failures = {h: r for h, r in results.items() if isinstance(r, DeployError)}
     if len(results) == 1:
         ((key, only),) = results.items()
         if isinstance(only, DeployError):
             raise only
-        say(_ready_message(key, only))
+        if not quiet:
+            say(fitted(_ready_message(key, only), sys.stdout))
         return
     rows = []
     for host, result in results.items():
@@ -118,7 +125,8 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
                     f"port {result.run.port}, {result.elapsed_s:.0f}s",
                 ]
             )
-    say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
+    if not quiet:
+        say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
     if failures:
         codes = {e.exit_code for e in failures.values()}
         code = codes.pop() if len(codes) == 1 else 1
@@ -153,19 +161,25 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
     return units
 
 
-def _run_fleet(c: Context, inv: Inventory, selector: str, follow: bool, work: Work) -> None:
+def _run_fleet(c: Context, inv: Inventory, selector: str, output: Output, work: Work) -> None:
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
-    board = Board(list(units), follow=follow)
+    mode = output.mode()
+    board = Board(list(units), follow=output.follow, mode=mode)
     started = Launches()
     try:
         results = per_host(
-            list(units), lambda key: work(c, inv, units[key], board.view(key), started)
+            list(units),
+            lambda key: board.watch(
+                key, lambda: work(c, inv, units[key], board.view(key), started)
+            ),
         )
     except KeyboardInterrupt:
-        raise _interrupted(started, ",".join(units)) from None
+        error = _interrupted(started, ",".join(units))
+        board.interrupted(error)
+        raise error from None
     finally:
         board.close()
-    _finish(results)
+    _finish(results, quiet=mode is Mode.JSON)
 
 
 def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:
@@ -190,6 +204,12 @@ def _knobs(timeout: str | None, poll: str | None) -> tuple[int, float]:
     return whole("timeout", timeout, 0), number("poll", poll, 1.0, minimum=MIN_POLL_S)
 
 
+def _started(view: HostView, started: dict[str, RunMeta], run: RunMeta) -> None:
+    if run.host == view.host.split(",")[0]:  # a multi-node unit is one wait, told by rank 0
+        view.started(run)
+    started[run.host] = run
+
+
 def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
     def work(
         c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
@@ -205,7 +225,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                     _hooks(view),
                     how=options,
                     on_progress=lambda host, m: view.message(f"{host}: {m}"),
-                    on_started=lambda run: started.__setitem__(run.host, run),
+                    on_started=lambda run: _started(view, started, run),
                     on_launching=started.launching.add,
                 )
             return apply_deploy(
@@ -215,7 +235,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                 _hooks(view),
                 how=options,
                 on_progress=view.message,
-                on_started=lambda run: started.__setitem__(run.host, run),
+                on_started=lambda run: _started(view, started, run),
                 on_launching=started.launching.add,
             )
         finally:
@@ -232,6 +252,8 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
         "force-unlock": UNLOCK_HELP,
     }
@@ -244,6 +266,8 @@ def deploy(
     timeout: str | None = None,
     poll: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
 ) -> None:
@@ -255,7 +279,13 @@ def deploy(
             show_plan(c, selector, inventory, restart)
             return
         how = DeployOptions(restart=restart, force_unlock=force_unlock)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, _deploy_one(how, *knobs))
+        _run_fleet(
+            c,
+            get_inventory(c, inventory),
+            selector,
+            Output(follow, json, plain),
+            _deploy_one(how, *knobs),
+        )
 
 
 @task(
@@ -265,6 +295,8 @@ def deploy(
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
         "force-unlock": UNLOCK_HELP,
     }
 )
@@ -275,6 +307,8 @@ def restart(
     timeout: str | None = None,
     poll: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
     force_unlock: bool = False,
 ) -> None:
     """Stop the running server and deploy it again (preflight, patches, start, wait)."""
@@ -282,7 +316,13 @@ def restart(
         knobs = _knobs(timeout, poll)
         selector = require_host("restart", host)
         how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, _deploy_one(how, *knobs))
+        _run_fleet(
+            c,
+            get_inventory(c, inventory),
+            selector,
+            Output(follow, json, plain),
+            _deploy_one(how, *knobs),
+        )
 
 
 @task(
@@ -347,7 +387,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
         options = wait_options(deployment, float(timeout), float(poll))
         ranks = _ranks(c, inv, unit)
         try:
-            runs = []
+            runs: list[RunMeta] = []
             for rank in ranks:
                 spec = rank.plan.host
                 meta = (
@@ -357,6 +397,8 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                     raise StartError(
                         f"{spec.name}: nothing was started here yet", hint="`fab deploy` it"
                     )
+                if not runs:
+                    view.started(meta)
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
@@ -375,6 +417,8 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
         "poll": POLL_HELP,
         "run": "run id to wait for (default: the current run)",
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
     }
 )
 def wait(
@@ -385,9 +429,12 @@ def wait(
     poll: str | None = None,
     run: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
 ) -> None:
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
         selector = require_host("wait", host)
         knobs = _knobs(timeout, poll)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, _wait_one(*knobs, run))
+        output = Output(follow, json, plain)
+        _run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(*knobs, run))

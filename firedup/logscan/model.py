@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -82,6 +82,10 @@ class Progress:
     label: str
     done: int
     total: int
+    # What tqdm prints after the count, when it does ("4.61it/s", "00:04"): annotations of a
+    # reading, not its identity, so two readings at the same count compare equal.
+    rate: str = field(default="", compare=False)
+    eta: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "done": self.done, "total": self.total}

@@ -118,7 +118,18 @@ def parse_bar(message: str) -> tuple[Progress, int, bool] | None:
     if done > total:
         return None
     label = (match.group("label") or "").strip()
-    return Progress(label, done, total), match.end(), match.group("close") is not None
+    rate, eta = bar_times(match.group("times"))
+    progress = Progress(label, done, total, rate, eta)
+    return progress, match.end(), match.group("close") is not None
+
+
+def bar_times(times: str) -> tuple[str, str]:
+    """tqdm's `elapsed<remaining, rate` as (rate, eta); empty where tqdm has no estimate yet."""
+    spent, _, rest = times.partition(",")
+    rate = rest.strip() if "?" not in rest else ""
+    _, _, eta = spent.partition("<")
+    eta = eta.strip() if "?" not in eta else ""
+    return rate, eta
 
 
 @lru_cache(maxsize=256)  # a bar redraws thousands of times under a handful of labels

@@ -16,7 +16,7 @@ from tenacity import Retrying, retry_if_exception_type, wait_exponential
 
 from firedup.errors import NotReadyError, TransientConnectError
 from firedup.launch.runs import RunMeta
-from firedup.logscan import Phase
+from firedup.logscan import Phase, ScanState
 from firedup.node.base import Node
 from firedup.readiness.watch import (
     FAIL_GRACE_S,
@@ -42,6 +42,8 @@ class Waiter:
     guard: Callable[[], None]
     timeout_s: float = 1800.0
     last: WaitStatus | None = None
+    # What the log says after each chunk (phase, bar): between looks, for a live display.
+    on_scan: Callable[[ScanState], None] = lambda _scan: None
 
     def _look(self) -> WaitStatus:
         self.guard()
@@ -95,6 +97,7 @@ class Waiter:
             if chunk:
                 self.on_log(chunk)
                 urgent = self.watcher.feed(chunk)
+                self.on_scan(self.watcher.scan)
             now = self.watcher.clock()
             failing = self.watcher.failing_since
             if self.watcher.failed_for_sure or (
@@ -137,9 +140,11 @@ def _ignore(_value: object) -> None:
 
 @dataclass(frozen=True)
 class WaitHooks:
-    """How a wait reports: each status, each log chunk (for --follow), each reconnect."""
+    """How a wait reports: each status, each log chunk (for --follow), each reconnect, and
+    the classifier's state after each chunk (phase and bar move between looks)."""
 
     on_status: Callable[[WaitStatus], None] = _ignore
+    on_scan: Callable[[ScanState], None] = _ignore
     on_log: Callable[[bytes], None] = _ignore
     on_reconnect: Callable[[str], None] = _ignore
     # Called on every chunk and tick: raises to end the wait (another rank of a multi-node
@@ -169,6 +174,7 @@ def wait_ready(
         hooks.on_log,
         hooks.guard,
         options.timeout_s,
+        on_scan=hooks.on_scan,
     )
 
     def give_up(_state: object) -> bool:

@@ -16,8 +16,9 @@ record="$workdir/lock.json"
 # made and closed to other users (docs/security.md): files 0600, directories 0700, and the
 # lock file unopenable by anyone else (flock works on a read-only descriptor too).
 umask 077
+# Say why the workdir cannot be used (mkdir's own words: Permission denied, read-only).
 if ! made=$(mkdir -p -- "$workdir" 2>&1); then
-  printf 'error=cannot create %s: %s\n' "$workdir" "${made##*: }"
+  printf 'error=cannot create the workdir %s as %s: %s\n' "$workdir" "$(id -un)" "$(echo "$made" | tail -n 1)"
   exit 2
 fi
 if [ ! -O "$workdir" ]; then
@@ -26,7 +27,10 @@ if [ ! -O "$workdir" ]; then
   exit 2
 fi
 chmod 0700 -- "$workdir" || { printf 'error=cannot close %s to other users\n' "$workdir"; exit 2; }
-exec 9>> "$lock" || { printf 'error=cannot open %s\n' "$lock"; exit 2; }
+if ! { exec 9>> "$lock"; } 2> /dev/null; then
+  printf 'error=cannot write %s as %s: Permission denied\n' "$lock" "$(id -un)"
+  exit 2
+fi
 chmod 0600 -- "$lock" 2> /dev/null  # a lock file made by an older firedup
 flock -n -E 75 9
 taken=$?
