@@ -76,6 +76,14 @@ def score(part: str) -> Score:
     return result
 
 
+def threads(part: str) -> set[str]:
+    """The bug-report threads a part's logs come from (a thread never spans both parts)."""
+    return {
+        json.loads(sidecar.read_text())["source"].split("#", 1)[0]
+        for sidecar in (CORPUS / part).glob("*.json")
+    }
+
+
 def main(argv: list[str]) -> None:
     parts = [a for a in argv if not a.startswith("--")] or ["dev", "test"]
     parts = ["dev", "test"] if parts == ["all"] else parts

@@ -31,6 +31,7 @@ MAX_EXCERPT_LINES = 9
 MAX_LINE_CHARS = 400
 _MAX_OPEN = 64
 _STALE_AFTER_LINES = 400  # a traceback cut off mid-print must not stay open forever
+_DANGLING_LINES = 3  # a log that ends this close to a frame line ends in its traceback
 
 
 class LineKind(Enum):
@@ -51,13 +52,16 @@ class Tracebacks:
         self.frames: tuple[str, ...] = ()  # the lines before the last exception line
         self.hint: Reason | None = None  # where the open traceback's frames run
         self.closed_hint: Reason | None = None  # the hint of the traceback just closed
+        self._since_frame = 0  # lines since the last frame or code line of a traceback
 
     @property
     def dangling(self) -> bool:
-        """A traceback is open and not one Python survives: the log was cut off in it."""
-        return self.open > 0 and not self._ignoring
+        """The log ends in a traceback Python does not survive: its last lines are frames."""
+        return self.open > 0 and not self._ignoring and self._since_frame <= _DANGLING_LINES
 
     def see(self, text: str, message: str) -> LineKind:
+        framed = message[:1].isspace() or FRAME_LINE.match(message) is not None
+        self._since_frame = 0 if framed else self._since_frame + 1
         if message.startswith(EXCEPTION_IGNORED):
             self._ignore_next = True
             return LineKind.PLAIN
@@ -65,7 +69,7 @@ class Tracebacks:
             self._begin(text, None)
             return LineKind.HEADER
         if not self.open:
-            if 'File "' in message and FRAME_LINE.match(message):
+            if framed and 'File "' in message:
                 self._begin(text, frame_hint(message))  # a traceback without its header
                 return LineKind.FRAME
             return LineKind.PLAIN
@@ -92,6 +96,7 @@ class Tracebacks:
         self.hint = hint
         self._ignoring, self._ignore_next = self._ignore_next, False
         self._quiet_lines = 0
+        self._since_frame = 0
 
 
 class Excerpt:

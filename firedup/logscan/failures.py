@@ -5,9 +5,10 @@ Rules (engines.md §10, issue 4, issue 15):
 - An exception line fails a starting run: inside a traceback, after frames pasted without
   their header, or alone when it names a known cause (`ValueError: Bfloat16 is only ...`).
   After ready it is one request's error, a warning.
-- A traceback the engine logs at ERROR level (vLLM prints a dying process's traceback so) fails
-  a starting run even when the log is cut before its exception line; so does any traceback
-  the log ends in (`finish`), since nothing survives to print more.
+- A log that ends inside a traceback (`finish`: the process is gone, or the paste was cut)
+  fails a run that was not ready: nothing survived to print the rest. Where its frames ran
+  names the cause (a compiler call, NCCL, the CUDA graph capture), else it is a crash. A
+  traceback the log went on past is not evidence: healthy vLLM startups log some at ERROR.
 - The first cause wins and the aftermath stays context: a named cause is never replaced, a
   generic one (crash, killed, engine_init) gives way to a named one. A cause named by a
   warning just before a generic failure (`invalid repository id`, then `Error executing
@@ -62,7 +63,7 @@ class FailureRules:
             return False
         match = self._signature(message)
         if match is None and not exception:
-            return self._unnamed(line, kind, now, out)
+            return False  # frames only hint at a cause: see evidence.Tracebacks
         if not exception and is_harmless(message):
             self._warn(line, now, out)
             return False
@@ -90,15 +91,6 @@ class FailureRules:
         if match is None and len(message) >= _JOIN_MIN_CHARS:
             self._wrapped_tail = message[-_JOIN_CHARS:]
         return match
-
-    def _unnamed(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
-        """A line no signature names: only a traceback's frames can still tell something."""
-        if kind is not LineKind.HEADER and kind is not LineKind.FRAME:
-            return False
-        # Frames only hint at the cause: the exception line, if it comes, names it better.
-        if self._verdict is Verdict.STARTING and line.level == "ERROR":
-            return self._fail(Reason.CRASH, line, now, out, exception=False)
-        return False
 
     def _finish_failures(self, out: list[Event]) -> None:
         """At end of file: a traceback the log ends in is the last thing a process printed."""

@@ -100,6 +100,7 @@ ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("vllm.entrypoints", Engine.VLLM),
     ("Initializing a V1 LLM engine", Engine.VLLM),
     ("Initializing an LLM engine", Engine.VLLM),
+    ("LLM engine (v", Engine.VLLM),  # "Initializing a V0 LLM engine (v0.8.5) with config"
     ("non-default args:", Engine.VLLM),
     ("EngineCore", Engine.VLLM),
 )

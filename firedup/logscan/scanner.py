@@ -52,6 +52,7 @@ from firedup.logscan.signatures import SERVING
 from firedup.logscan.wrappers import Wrappers
 
 MAX_LAST_LINE_CHARS = 400
+_MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
 
 
 class LogScanner(FailureRules):
@@ -172,6 +173,8 @@ class LogScanner(FailureRules):
         serving = self._verdict is Verdict.STARTING and self._serving_counts()
         if serving and SERVING.search(line.message):
             self._advance(Phase.READY, line.text, now, out)
+        if line.level in _MOVED_ON and self._tracebacks.open:
+            self._tracebacks.open = 0  # the process logs on as usual: it survived that traceback
         kind = self._tracebacks.see(line.text, line.message)
         fatal = self._judge(line, kind, now, out)
         if self._verdict is Verdict.STARTING:

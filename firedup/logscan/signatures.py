@@ -228,7 +228,7 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
 
 # A server answering requests: a log that starts here shows a server that was ready.
 SERVING = re.compile(
-    r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+" \d{3}'
+    r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+" [234]\d\d'
     r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
 )
 

@@ -19,6 +19,7 @@ from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
 _DIGITS = str.maketrans("0123456789", "0000000000")
 _SEPARATOR = re.compile(r"[\])|>:] ")
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
+_MIN_REST = 10  # a wrapper leaves the engine's message behind it
 
 
 class Wrappers:
@@ -58,6 +59,8 @@ def _learn(previous: str, text: str) -> re.Pattern[str] | None:
     for match in _SEPARATOR.finditer(shape_b, 0, common):
         cut = match.end()
     wrapper = text[:cut]
-    if cut < 2 or EXCEPTION_LINE.match(wrapper) or TRACEBACK_HEADER in wrapper:
+    if cut < 2 or min(len(previous), len(text)) - cut < _MIN_REST:
+        return None  # what two lines share up to their last words is a message, not a wrapper
+    if EXCEPTION_LINE.match(wrapper) or TRACEBACK_HEADER in wrapper:
         return None
     return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
