@@ -60,19 +60,19 @@ class Tracebacks:
         return self.open > 0 and not self._ignoring and self._since_frame <= _DANGLING_LINES
 
     def see(self, text: str, message: str) -> LineKind:
-        framed = message[:1].isspace() or FRAME_LINE.match(message) is not None
-        self._since_frame = 0 if framed else self._since_frame + 1
         if message.startswith(EXCEPTION_IGNORED):
             self._ignore_next = True
             return LineKind.PLAIN
         if TRACEBACK_HEADER in message:
             self._begin(text, None)
             return LineKind.HEADER
+        frame = 'File "' in message and FRAME_LINE.match(message) is not None
         if not self.open:
-            if framed and 'File "' in message:
+            if frame:
                 self._begin(text, frame_hint(message))  # a traceback without its header
                 return LineKind.FRAME
             return LineKind.PLAIN
+        self._since_frame = 0 if frame or message[:1].isspace() else self._since_frame + 1
         if EXCEPTION_LINE.match(message):
             self.open -= 1
             self.frames = tuple(self._tail)

@@ -26,9 +26,9 @@ from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, 
 from firedup.logscan.normalize import Line
 from firedup.logscan.signatures import (
     EXCEPTION_LINE,
-    ROUTINE,
     Match,
     is_harmless,
+    is_routine,
     match_signature,
 )
 
@@ -55,8 +55,9 @@ class FailureRules:
         """Decide whether the line fails the run; True when it set or sharpened the failure."""
         message = line.message
         exception = kind is LineKind.EXCEPTION
-        if not exception and (message.startswith(ROUTINE) or " NCCL INFO " in message):
-            self._wrapped_tail = ""
+        if not exception and is_routine(message):
+            if self._wrapped_tail:
+                self._wrapped_tail = ""
             return False
         if kind is LineKind.IGNORED_EXCEPTION:
             self._warn(line, now, out)

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple, Optional, Tuple  # noqa: UP035 - RawStamp is built at runtime on 3.8
 
-from firedup.logscan.signatures import EXCEPTION_LINE
+from firedup.logscan.signatures import EXCEPTION_LINE, is_routine
 
 # (year, month, day, hour, minute, second, microsecond); None where the log omits it.
 RawStamp = Tuple[Optional[int], Optional[int], Optional[int], int, int, int, int]  # noqa: UP006, UP045
@@ -66,7 +66,7 @@ _RECORD = re.compile(
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\]"
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
-_RECORD_HINTS = ("pid=", "[20", "INFO ", "ERROR ", "WARNING ", "DEBUG ", "CRITICAL ")
+_RECORD_HINT = re.compile(r"pid=|\[\d{4}-\d\d-\d\d |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-")
 FLATTENED_MIN_CHARS = 200  # shorter lines hold one record; only long ones are searched
 
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -104,7 +104,7 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
         if match.group("k9s"):
             text = _K9S_TAIL.sub("", text)
     message, own_stamp, ranks, level = _engine_prefix(text)
-    if message is text:  # no engine prefix where it belongs: look further in, then learned ones
+    if message is text and not is_routine(text):  # no engine prefix: look further in
         inner = _embedded(text)
         if inner is None and peel is not None:
             inner = peel(text)
@@ -116,7 +116,7 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
 
 def _embedded(text: str) -> str | None:
     """The line from an engine record found past its start, or None."""
-    if not any(hint in text for hint in _RECORD_HINTS) or EXCEPTION_LINE.match(text):
+    if _RECORD_HINT.search(text, 1) is None or EXCEPTION_LINE.match(text):
         return None
     for tries, match in enumerate(_RECORD.finditer(text, 1)):
         if tries == 3 or "Traceback" in text[: match.start()]:

@@ -48,11 +48,12 @@ from firedup.logscan.rules import (
     parse_bar,
 )
 from firedup.logscan.segments import Segmenter
-from firedup.logscan.signatures import SERVING
+from firedup.logscan.signatures import SERVING, is_routine
 from firedup.logscan.wrappers import Wrappers
 
 MAX_LAST_LINE_CHARS = 400
 _MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
+_HTTP_UP = Phase.HTTP_UP.order
 
 
 class LogScanner(FailureRules):
@@ -170,11 +171,20 @@ class LogScanner(FailureRules):
             self._story = True
         if self._detect and self.engine is None:
             self.engine = detect_engine(line.message, line.ranks)
-        serving = self._verdict is Verdict.STARTING and self._serving_counts()
-        if serving and SERVING.search(line.message):
+        if (
+            self._verdict is Verdict.STARTING
+            and self._serving_counts()
+            and SERVING.search(line.message)
+        ):
             self._advance(Phase.READY, line.text, now, out)
-        if line.level in _MOVED_ON and self._tracebacks.open:
-            self._tracebacks.open = 0  # the process logs on as usual: it survived that traceback
+        if self._tracebacks.open:
+            if line.level in _MOVED_ON:
+                self._tracebacks.open = 0  # the process logs on: it survived that traceback
+        elif is_routine(line.message):  # the bulk of a long log: serving traffic
+            if self._verdict is Verdict.STARTING:
+                self._phase_marker(line, now, out)
+            self._excerpt.note(line.text, just_set=False)
+            return
         kind = self._tracebacks.see(line.text, line.message)
         fatal = self._judge(line, kind, now, out)
         if self._verdict is Verdict.STARTING:
@@ -188,9 +198,9 @@ class LogScanner(FailureRules):
         """Whether requests being served would prove the server ready: in an excerpt that
         starts mid-serving, or from vLLM once its HTTP side is up. SGLang serves its own
         warmup requests before it is ready, so its startup needs its ready line."""
-        if not self._story and self._phase is Phase.LAUNCHING:
+        if not self._story:
             return True
-        return self.engine is not Engine.SGLANG and self._phase.order >= Phase.HTTP_UP.order
+        return self.engine is not Engine.SGLANG and self._phase.order >= _HTTP_UP
 
     # -- phases ------------------------------------------------------------------------------
 

@@ -232,6 +232,12 @@ SERVING = re.compile(
     r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
 )
 
+
+def is_routine(message: str) -> bool:
+    """Serving traffic and NCCL chatter: never a failure, so never matched against the table."""
+    return message.startswith(ROUTINE) or ' HTTP/1.1" ' in message or "NCCL INFO " in message
+
+
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 EXCEPTION_IGNORED = "Exception ignored in"
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.

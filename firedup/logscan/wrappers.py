@@ -24,32 +24,34 @@ _MIN_REST = 10  # a wrapper leaves the engine's message behind it
 
 class Wrappers:
     def __init__(self) -> None:
-        self._previous = ""
+        self._previous = ""  # the last line offered, as its shape (digits made 0)
         self._pattern: re.Pattern[str] | None = None
 
     def peel(self, text: str) -> str:
         """`text` without the learned wrapper; `text` itself when it carries none."""
-        previous, self._previous = self._previous, text
-        for attempt in (1, 2):
-            pattern = self._pattern
-            if pattern is not None:
-                match = pattern.match(text)
-                if match is not None and match.end() < len(text):
-                    return text[match.end() :]
-            if attempt == 1:
-                learned = _learn(previous, text)
-                if learned is None:
-                    return text
-                self._pattern = learned
-        return text
+        pattern = self._pattern
+        if pattern is not None:
+            match = pattern.match(text)
+            if match is not None and match.end() < len(text):
+                self._previous = ""
+                return text[match.end() :]
+        previous = self._previous
+        shape = text[:_LOOK_CHARS].translate(_DIGITS)
+        self._previous = shape
+        learned = _learn(previous, shape, text)
+        if learned is None:
+            return text
+        self._pattern = learned
+        match = learned.match(text)
+        return text[match.end() :] if match is not None else text
 
 
-def _learn(previous: str, text: str) -> re.Pattern[str] | None:
-    """The wrapper `previous` and `text` share, as a pattern with free digits; or None."""
-    if not previous or not text or previous[:1].isspace() or text[:1].isspace():
+def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
+    """The wrapper two lines share (given as shapes), as a pattern with free digits; or None."""
+    if shape_a == shape_b or not shape_a[:1] or shape_a[:1] != shape_b[:1]:
+        return None  # one message repeated with other numbers (an NCCL flood), or no prefix
+    if shape_b[:1].isspace():
         return None
-    shape_a = previous[:_LOOK_CHARS].translate(_DIGITS)
-    shape_b = text[:_LOOK_CHARS].translate(_DIGITS)
     common = 0
     for char_a, char_b in zip(shape_a, shape_b):  # noqa: B905 - no strict= on 3.8
         if char_a != char_b:
@@ -59,8 +61,10 @@ def _learn(previous: str, text: str) -> re.Pattern[str] | None:
     for match in _SEPARATOR.finditer(shape_b, 0, common):
         cut = match.end()
     wrapper = text[:cut]
-    if cut < 2 or min(len(previous), len(text)) - cut < _MIN_REST:
+    if cut < 2 or min(len(shape_a), len(shape_b)) - cut < _MIN_REST:
         return None  # what two lines share up to their last words is a message, not a wrapper
+    if shape_a[cut:] == shape_b[cut:]:
+        return None  # they differ only in numbers: one message, not a wrapper and two messages
     if EXCEPTION_LINE.match(wrapper) or TRACEBACK_HEADER in wrapper:
         return None
     return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
