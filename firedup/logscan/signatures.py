@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from firedup.logscan.hints import HINTS as HINTS  # the table's hints, where callers look
 from firedup.logscan.model import Reason
 
 
@@ -124,8 +125,8 @@ SIGNATURES: tuple[Signature, ...] = (
     S(
         R.BAD_ARGS,
         ": error: ",
-        r"^[\w.-]+: error: (?:unrecognized arguments|argument |ambiguous option"
-        r"|the following arguments are required|invalid choice)",
+        r"\berror: (?:unrecognized arguments|ambiguous option|argument \S+: "
+        r"|the following arguments are required)",
     ),
     # JIT builds (flashinfer, torch cpp_extension) that fail compile or find no compiler.
     S(
