@@ -117,7 +117,8 @@ class Excerpt:
         self._follow = FOLLOW_LINES
 
     def from_exception(self, frames: tuple[str, ...], text: str, *, keep_trigger: bool) -> None:
-        lead = (self._trigger,) if keep_trigger and self._trigger not in frames else ()
+        keep = keep_trigger and self._trigger and self._trigger not in frames
+        lead = (self._trigger,) if keep else ()
         self.lines = (*lead, *frames, _short(text))[-MAX_EXCERPT_LINES:]
         self.has_exception = True
         self._follow = 0

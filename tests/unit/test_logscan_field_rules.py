@@ -80,7 +80,9 @@ def test_frames_without_their_header_make_the_exception_line_evidence() -> None:
     raise _format(RepositoryNotFoundError, message, response) from e
 huggingface_hub.errors.RepositoryNotFoundError: 401 Client Error.
 """
-    assert explain(log).reason is Reason.MODEL_NOT_FOUND
+    state = explain(log)
+    assert state.reason is Reason.MODEL_NOT_FOUND
+    assert state.excerpt[0].lstrip().startswith("File") and all(state.excerpt), state.excerpt
 
 
 def test_a_bare_exception_line_counts_only_when_it_names_a_cause() -> None:
