@@ -71,3 +71,13 @@ def test_logscan_imports_with_the_standard_library_alone(tmp_path: Path) -> None
     )
     # -I -S: no site-packages, no user site, no environment; only the copy above.
     subprocess.run([sys.executable, "-I", "-S", "-c", script], cwd=tmp_path, check=True)
+
+
+def test_every_failure_in_the_corpus_is_explained() -> None:
+    from firedup.ops.explain import explain_file
+
+    for log in sorted((ROOT / "tests" / "fixtures" / "corpus").glob("*/*.log")):
+        state = explain_file(log).state
+        if state.verdict.value == "failed":
+            assert state.hint and 1 <= len(state.excerpt) <= 9, log.name
+            assert all(line.strip() for line in state.excerpt), (log.name, state.excerpt)
