@@ -122,6 +122,10 @@ class StartError(DeployError):
     exit_code = 7
 
 
+class SlotTakenError(StartError):
+    """The node and workdir run another host entry's deployment: refused without --force."""
+
+
 class ServerCrashedError(DeployError):
     """The server died, or its log shows a fatal error, while we waited."""
 

@@ -9,6 +9,11 @@ need=()
 command -v shellcheck > /dev/null || need+=(shellcheck)
 command -v ss > /dev/null || need+=(iproute2)
 command -v ps > /dev/null || need+=(procps)
+# tests/sshreal: login users with zsh and fish shells, the agent and keyscan of the client.
+command -v zsh > /dev/null || need+=(zsh)
+command -v fish > /dev/null || need+=(fish)
+command -v ssh-agent > /dev/null || need+=(openssh-client)
+[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -11,6 +11,7 @@ from invoke.context import Context
 from firedup.config.secrets import mask
 from firedup.errors import DeployError
 from firedup.launch.runs import current_run, follow_argv, run_by_id, tail_log
+from firedup.node.slot import slot_mates
 from firedup.ops.shutdown import StopOutcome, stop_host
 from firedup.ops.status import HostStatus, host_status
 from firedup.ops.status_json import status_json
@@ -49,9 +50,15 @@ def _row(name: str, result: HostStatus | DeployError) -> list[str]:
     ]
 
 
-def _details(result: HostStatus) -> str:
-    """The second line per host: GPUs, patches, the last deploy, serving stats, the lock."""
+def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
+    """The second line per host: whose run it is when another host entry started it, the
+    host entries sharing its slot, GPUs, patches, the last deploy, serving stats, the lock."""
     parts = []
+    run = result.run
+    if run is not None and run.host != result.host:
+        parts.append(f"runs {run.host}'s deployment {run.deployment} (same node and workdir)")
+    if mates:
+        parts.append(f"one slot with {', '.join(mates)}")
     if result.gpus:
         used = sum(g.used_mib for g in result.gpus) / 1024
         total = sum(g.total_mib for g in result.gpus) / 1024
@@ -93,14 +100,15 @@ def status(
                 return host_status(node, spec, inv.deployment_for(spec))
 
         results = per_host(names, one)
+        mates = slot_mates(inv.hosts.values())
         if json:
             say(dumps(status_json(results), indent=2, sort_keys=True))
         else:
             headers = ["HOST", "RUN", "ENGINE", "PORT", "PID", "STATE", "PHASE", "SIGNALS"]
             say(table(headers, [_row(n, r) for n, r in results.items()]))
             for name, result in results.items():
-                if not isinstance(result, DeployError) and _details(result):
-                    say(f"  {name}: {_details(result)}")
+                if not isinstance(result, DeployError) and _details(result, mates[name]):
+                    say(f"  {name}: {_details(result, mates[name])}")
         if any(isinstance(r, DeployError) for r in results.values()):
             sys.exit(3)
 
@@ -111,6 +119,8 @@ def status(
         "inventory": INVENTORY_HELP,
         "grace": "seconds between TERM and KILL (default 20)",
         "force-unlock": "take the node's lock even if another operation holds it",
+        "force": "stop the run even when another host entry sharing this node and workdir "
+        "started it",
     }
 )
 def stop(
@@ -119,6 +129,7 @@ def stop(
     inventory: str | None = None,
     grace: int = 20,
     force_unlock: bool = False,
+    force: bool = False,
 ) -> None:
     """Stop the current run: TERM its process group, KILL after a grace period, confirm."""
     with reporting():
@@ -134,6 +145,7 @@ def stop(
                     inv.deployment_for(spec),
                     grace_s=int(grace),
                     force_unlock=force_unlock,
+                    force=force,
                     on_progress=progress(name),
                 )
 

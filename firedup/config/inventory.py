@@ -48,7 +48,9 @@ class HostSpec(FrozenModel):
     user: str | None = None
     port: Port = 22
     identity_file: Path | None = None
-    known_hosts: Path = Path("~/.ssh/known_hosts")
+    known_hosts: Path = Field(default=Path("~/.ssh/known_hosts"), validate_default=True)
+    ssh_config: Path | None = None  # read alone, like `ssh -F`; default ~/.ssh/config
+    proxy_jump: str | None = None  # `[user@]bastion[:port][,...]`; default ssh_config's
     host_key_policy: KeyPolicy = KeyPolicy.STRICT
     connect_timeout_s: float = Field(default=10.0, gt=0)
     python: str = "python3"
@@ -63,7 +65,7 @@ class HostSpec(FrozenModel):
     def _check_env(cls, value: Any) -> Any:
         return env_map(value) if isinstance(value, Mapping) else value
 
-    @field_validator("identity_file", "known_hosts")
+    @field_validator("identity_file", "known_hosts", "ssh_config")
     @classmethod
     def _expand_user(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None

@@ -117,8 +117,14 @@ def start_run(
     running = previous is not None and is_alive(node, previous)
     if running and not restart:
         assert previous is not None
+        whose = (
+            ""
+            if previous.host == host.name
+            else f", started by host {previous.host} (deployment {previous.deployment}) on "
+            "this same node and workdir"
+        )
         raise StartError(
-            f"{host.name}: run {previous.run_id} is still running (pid {previous.pid})",
+            f"{host.name}: run {previous.run_id} is still running (pid {previous.pid}){whose}",
             hint="use --restart to stop it first, or `fab stop` it",
         )
     meta = RunMeta(

@@ -309,11 +309,20 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
         )
     if fields.get("error"):
         # Not somebody else's lock: the node refused (full disk, read-only workdir).
-        raise RemoteCommandError(
+        error = RemoteCommandError(
             CommandResult(("lock_hold",), 2, b"", fields["error"].encode(), host.name),
             what=f"taking the lock on {host.name}",
         )
+        if fields["error"].startswith("cannot create the workdir"):
+            error.hint = WORKDIR_HINT
+        raise error
     raise LockedError(f"{host.name}: could not take the lock: no answer")
+
+
+WORKDIR_HINT = (
+    "set the host's 'workdir' to a directory the login user owns (e.g. under its home), "
+    "or create it once as root and chown it to that user"
+)
 
 
 @contextmanager

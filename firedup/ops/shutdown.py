@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
-from firedup.errors import DeployError, StartError
+from firedup.errors import DeployError, SlotTakenError, StartError
 from firedup.launch.gpus import gpu_apps
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
 from firedup.node.base import Node
@@ -62,13 +62,24 @@ def stop_host(
     *,
     grace_s: int = STOP_GRACE_S,
     force_unlock: bool = False,
+    force: bool = False,
     on_progress: Callable[[str], None] = lambda _m: None,
 ) -> StopOutcome:
-    """Stop the current run under the node's lock, confirm, and record it in the history."""
+    """Stop the current run under the node's lock, confirm, and record it in the history.
+
+    The run in the host's slot (node and workdir) may have been started by another host
+    entry sharing it: that one is stopped only with `force`."""
     with node_lock(node, host, "stop", force=force_unlock, on_progress=on_progress):
         run = current_run(node, host)
         if run is None:
             return StopOutcome(host.name, None, None)
+        if run.host != host.name and not force:
+            raise SlotTakenError(
+                f"{host.name}: the run on this node and workdir ({host.workdir}) is "
+                f"{run.host}'s: run {run.run_id} of deployment {run.deployment}, not "
+                f"{host.deployment}; refusing to stop another host's deployment",
+                hint=f"`fab stop --host {run.host}` stops it; or add --force",
+            )
         on_progress(f"stopping run {run.run_id} (pid {run.pid})")
         report = stop_run(node, run, grace_s=grace_s)
         if report.left:

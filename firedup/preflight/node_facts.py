@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -142,6 +143,10 @@ def disk_facts(path: str) -> dict[str, object]:
         "path": probe,
         "free_bytes": st.f_bavail * st.f_frsize,
         "total_bytes": st.f_blocks * st.f_frsize,
+        # The workdir (or the directory it would be created in) must take our files: the
+        # login user is often not root on a shared node.
+        "writable": os.access(probe or "/", os.W_OK | os.X_OK),
+        "user": pwd.getpwuid(os.getuid()).pw_name,
     }
 
 

@@ -12,8 +12,15 @@ owner=$2
 beat=$3
 lock="$workdir/.lock"
 record="$workdir/lock.json"
-mkdir -p -- "$workdir" || exit 2
-exec 9>> "$lock" || exit 2
+# Say why the workdir cannot be used (mkdir's own words: Permission denied, read-only).
+if ! made=$(mkdir -p -- "$workdir" 2>&1); then
+  printf 'error=cannot create the workdir %s as %s: %s\n' "$workdir" "$(id -un)" "$(echo "$made" | tail -n 1)"
+  exit 2
+fi
+if ! { exec 9>> "$lock"; } 2> /dev/null; then
+  printf 'error=cannot write %s as %s: Permission denied\n' "$lock" "$(id -un)"
+  exit 2
+fi
 flock -n -E 75 9
 taken=$?
 if [ "$taken" -ne 0 ] && [ "$taken" -ne 75 ]; then
