@@ -4,7 +4,8 @@ Rules (engines.md §10, issue 4, issue 15):
 - A strong signature fails the run at any time, after ready too.
 - An exception line fails a starting run: inside a traceback, after frames pasted without
   their header, or alone when it names a known cause (`ValueError: Bfloat16 is only ...`).
-  After ready it is one request's error, a warning.
+  After ready it is one request's error, a warning. So is a weak signature on a line the
+  engine logged at ERROR level (vLLM prints a dying process's last words so).
 - A log that ends inside a traceback (`finish`: the process is gone, or the paste was cut)
   fails a run that was not ready: nothing survived to print the rest. Where its frames ran
   names the cause (a compiler call, NCCL, the CUDA graph capture), else it is a crash. A

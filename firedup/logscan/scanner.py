@@ -181,6 +181,8 @@ class LogScanner(FailureRules):
             if line.level in _MOVED_ON:
                 self._tracebacks.open = 0  # the process logs on: it survived that traceback
         elif is_routine(line.message):  # the bulk of a long log: serving traffic
+            if self._wrapped_tail:
+                self._wrapped_tail = ""  # a wrapped message continues on the very next line
             if self._verdict is Verdict.STARTING:
                 self._phase_marker(line, now, out)
             self._excerpt.note(line.text, just_set=False)
