@@ -83,10 +83,17 @@ BAR_PHASES: tuple[tuple[str, Phase], ...] = (
 BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)
 
 # Printed once per launch, first thing: seen again after progress, a new launch has begun.
-LAUNCH_BANNERS = ("server_args=ServerArgs(", "vLLM API server version", "vLLM server version")
+# SGLang prints `server_args=ServerArgs(...)` up to 0.5.18 and `server_args={...}` from 0.5.19.
+LAUNCH_BANNERS = (
+    "server_args=ServerArgs(",
+    "server_args={",
+    "vLLM API server version",
+    "vLLM server version",
+)
 
 ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("server_args=ServerArgs(", Engine.SGLANG),
+    ("server_args={", Engine.SGLANG),
     ("fired up and ready to roll", Engine.SGLANG),
     ("Scheduler hit an exception", Engine.SGLANG),
     ("Received sigquit from a child", Engine.SGLANG),
