@@ -9,6 +9,7 @@ after the launch has read it.
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import time
@@ -244,3 +245,22 @@ def test_old_copies_of_secrets_env_are_swept(make_host: Callable[..., Host]) -> 
     os.utime(old, (time.time() - 600, time.time() - 600))
     assert host.cli("stop").returncode == 0
     assert not old.exists()
+
+
+def test_parents_the_workdir_needs_keep_the_accounts_umask(
+    make_host: Callable[..., Host], open_root: Path
+) -> None:
+    """Only the workdir is ours to close: a missing parent (a new /data) is made as usual."""
+    parent = open_root / f"new-{uuid.uuid4().hex[:6]}"
+    host = make_host(workdir=parent / "deeper" / "node")
+    try:
+        stopped = host.cli("stop")  # takes the lock: that makes the workdir
+        assert stopped.returncode == 0, stopped.stdout + stopped.stderr
+        assert stat.S_IMODE(host.workdir.stat().st_mode) == 0o700
+        umask = subprocess.run(
+            host.sshd.ssh_argv("umask"), capture_output=True, text=True, check=True
+        ).stdout
+        for made in (parent, parent / "deeper"):
+            assert stat.S_IMODE(made.stat().st_mode) == 0o777 & ~int(umask, 8)
+    finally:
+        shutil.rmtree(parent, ignore_errors=True)

@@ -15,9 +15,10 @@ record="$workdir/lock.json"
 # Every operation that changes a node takes this lock first, so this is where the workdir is
 # made and closed to other users (docs/security.md): files 0600, directories 0700, and the
 # lock file unopenable by anyone else (flock works on a read-only descriptor too).
-umask 077
+# Parents it has to make (a new /data) keep the account's umask: they are not ours to close.
 # Say why the workdir cannot be used (mkdir's own words: Permission denied, read-only).
-if ! made=$(mkdir -p -- "$workdir" 2>&1); then
+if ! made=$(mkdir -p -- "$(dirname -- "$workdir")" 2>&1 && umask 077 && mkdir -p -- "$workdir" 2>&1)
+then
   printf 'error=cannot create the workdir %s as %s: %s\n' "$workdir" "$(id -un)" "$(echo "$made" | tail -n 1)"
   exit 2
 fi
@@ -27,6 +28,7 @@ if [ ! -O "$workdir" ]; then
   exit 2
 fi
 chmod 0700 -- "$workdir" || { printf 'error=cannot close %s to other users\n' "$workdir"; exit 2; }
+umask 077
 if ! { exec 9>> "$lock"; } 2> /dev/null; then
   printf 'error=cannot write %s as %s: Permission denied\n' "$lock" "$(id -un)"
   exit 2
