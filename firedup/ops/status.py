@@ -27,6 +27,7 @@ class RunState(StrEnum):
     NEVER = "never-deployed"
     STARTING = "starting"
     READY = "ready"
+    UNHEALTHY = "unhealthy"  # the log said ready, but the port or /health no longer agree
     FAILED = "failed"
     EXITED = "exited"  # the process is gone without a fatal line in the log (killed)
     STOPPED = "stopped"  # the process is gone and the history says `fab stop` ended it
@@ -79,8 +80,9 @@ def state_of(probe: Probe, scan: ScanState) -> RunState:
         return RunState.FAILED
     if not probe.alive:
         return RunState.EXITED
-    if scan.verdict is Verdict.READY and probe.listening_ours and probe.health == 200:
-        return RunState.READY
+    if scan.verdict is Verdict.READY:
+        healthy = probe.listening_ours and probe.health == 200
+        return RunState.READY if healthy else RunState.UNHEALTHY
     return RunState.STARTING
 
 
