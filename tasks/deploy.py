@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from fabric import task
 from invoke.context import Context
 
 from firedup.config.inventory import Inventory
@@ -24,7 +23,7 @@ from firedup.ops.deploy import (
     wait_options,
 )
 from firedup.ops.history import Action
-from firedup.ops.multinode import Rank, wait_multinode
+from firedup.ops.multinode import Rank, wait_recorded
 from firedup.ops.results import HostResults
 from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
@@ -37,10 +36,13 @@ from .common import (
     exit_by_rule,
     fitted,
     get_inventory,
+    number,
     per_host,
     reporting,
     require_host,
     say,
+    task,
+    whole,
 )
 from .plan import show_plan
 from .progress import Board, HostView, Mode, Output
@@ -69,8 +71,22 @@ def _hooks(view: HostView) -> WaitHooks:
     )
 
 
-def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
+class Launches(dict[str, RunMeta]):
+    """The runs started so far, per host, and the hosts whose start had begun (its answer, the
+    pid, may not have come back yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launching: set[str] = set()
+
+
+def _interrupted(started: Launches, selector: str) -> WaitInterrupted:
     """Ctrl-C stops waiting, never the servers: say so and how to come back."""
+    if not started and not started.launching:
+        return WaitInterrupted(
+            "interrupted before the launch (preflight or patches); no server was started",
+            hint=f"`fab deploy --host {selector}` when ready",
+        )
     if not started:
         # The start may have run on the node before its answer reached us: do not deny it.
         return WaitInterrupted(
@@ -116,7 +132,7 @@ def _finish(results: HostResults[WaitStatus], quiet: bool = False) -> None:
     exit_by_rule(results)
 
 
-Work = Callable[[Context, Inventory, list[str], HostView, dict[str, RunMeta]], WaitStatus]
+Work = Callable[[Context, Inventory, list[str], HostView, Launches], WaitStatus]
 
 
 def units_of(inv: Inventory, selector: str) -> list[list[str]]:
@@ -144,7 +160,7 @@ def _run_fleet(c: Context, inv: Inventory, selector: str, output: Output, work: 
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
     mode = output.mode()
     board = Board(list(units), follow=output.follow, mode=mode)
-    started: dict[str, RunMeta] = {}
+    started = Launches()
     try:
         results = per_host(
             list(units),
@@ -175,6 +191,14 @@ def _close(ranks: list[Rank]) -> None:
         rank.node.close()
 
 
+MIN_POLL_S = 0.1  # --poll 0 would look at the node in a busy loop
+
+
+def _knobs(timeout: str | None, poll: str | None) -> tuple[int, float]:
+    """--timeout and --poll, checked before anything is contacted."""
+    return whole("timeout", timeout, 0), number("poll", poll, 1.0, minimum=MIN_POLL_S)
+
+
 def _started(view: HostView, started: dict[str, RunMeta], run: RunMeta) -> None:
     if run.host == view.host.split(",")[0]:  # a multi-node unit is one wait, told by rank 0
         view.started(run)
@@ -183,7 +207,7 @@ def _started(view: HostView, started: dict[str, RunMeta], run: RunMeta) -> None:
 
 def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
     def work(
-        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
     ) -> WaitStatus:
         deployment = inv.deployment_for(inv.host(unit[0]))
         wait = wait_options(deployment, float(timeout), float(poll))
@@ -198,6 +222,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                 how=options,
                 on_progress=lambda host, m: view.message(f"{host}: {m}" if several else m),
                 on_started=lambda run: _started(view, started, run),
+                on_launching=started.launching.add,
             )
         finally:
             _close(ranks)
@@ -224,8 +249,8 @@ def deploy(
     host: str | None = None,
     inventory: str | None = None,
     restart: bool = False,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     follow: bool = False,
     json: bool = False,
     plain: bool = False,
@@ -234,6 +259,7 @@ def deploy(
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
+        knobs = _knobs(timeout, poll)
         selector = require_host("deploy", host)
         if dry_run:
             show_plan(c, selector, inventory, restart)
@@ -244,7 +270,7 @@ def deploy(
             get_inventory(c, inventory),
             selector,
             Output(follow, json, plain),
-            _deploy_one(how, timeout, poll),
+            _deploy_one(how, *knobs),
         )
 
 
@@ -264,8 +290,8 @@ def restart(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     follow: bool = False,
     json: bool = False,
     plain: bool = False,
@@ -273,6 +299,7 @@ def restart(
 ) -> None:
     """Stop the running server and deploy it again (preflight, patches, start, wait)."""
     with reporting():
+        knobs = _knobs(timeout, poll)
         selector = require_host("restart", host)
         how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
         _run_fleet(
@@ -280,7 +307,7 @@ def restart(
             get_inventory(c, inventory),
             selector,
             Output(follow, json, plain),
-            _deploy_one(how, timeout, poll),
+            _deploy_one(how, *knobs),
         )
 
 
@@ -340,7 +367,7 @@ def start(
 
 def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
     def work(
-        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
     ) -> WaitStatus:
         deployment = inv.deployment_for(inv.host(unit[0]))
         options = wait_options(deployment, float(timeout), float(poll))
@@ -361,7 +388,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
-            return wait_multinode(ranks, runs, options, _hooks(view))
+            return wait_recorded(ranks, runs, options, _hooks(view))
         finally:
             _close(ranks)
 
@@ -384,8 +411,8 @@ def wait(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     run: str | None = None,
     follow: bool = False,
     json: bool = False,
@@ -394,5 +421,6 @@ def wait(
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
         selector = require_host("wait", host)
+        knobs = _knobs(timeout, poll)
         output = Output(follow, json, plain)
-        _run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(timeout, poll, run))
+        _run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(*knobs, run))

@@ -5,12 +5,11 @@ from __future__ import annotations
 import sys
 from json import dumps
 
-from fabric import task
 from invoke.context import Context
 
 from firedup.config.secrets import mask
 from firedup.errors import DeployError
-from firedup.launch.runs import current_run, follow_argv, run_by_id, tail_log
+from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
 from firedup.node.slot import slot_mates
 from firedup.ops.shutdown import StopOutcome, stop_host
 from firedup.ops.status import HostStatus, host_status
@@ -29,6 +28,8 @@ from .common import (
     reporting,
     require_host,
     say,
+    task,
+    whole,
 )
 
 
@@ -131,12 +132,13 @@ def stop(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    grace: int = 20,
+    grace: str | None = None,
     force_unlock: bool = False,
     force: bool = False,
 ) -> None:
     """Stop the current run: TERM its process group, KILL after a grace period, confirm."""
     with reporting():
+        grace_s = whole("grace", grace, STOP_GRACE_S)
         inv = get_inventory(c, inventory)
         names = [spec.name for spec in inv.select(require_host("stop", host))]
 
@@ -147,7 +149,7 @@ def stop(
                     node,
                     spec,
                     inv.deployment_for(spec),
-                    grace_s=int(grace),
+                    grace_s=grace_s,
                     force_unlock=force_unlock,
                     force=force,
                     on_progress=progress(name),
@@ -178,12 +180,13 @@ def logs(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    lines: int = 50,
+    lines: str | None = None,
     run: str | None = None,
     follow: bool = False,
 ) -> None:
     """Print the tail of the current run's server log (--follow: and what comes next)."""
     with reporting():
+        count = whole("lines", lines, 50)
         name = require_host("logs", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
@@ -193,13 +196,11 @@ def logs(
                 say(f"{name}: nothing was started here")
                 return
             if not follow:
-                _write(tail_log(node, meta, int(lines)))
+                _write(tail_log(node, meta, count))
                 return
-            try:
-                for chunk in node.stream(follow_argv(meta, int(lines)), timeout_s=1.0):
-                    _write(chunk)
-            except KeyboardInterrupt:
-                return
+            # Until the server exits (0), or Ctrl-C (130, as docs/exit-codes.md says).
+            for chunk in node.stream(follow_argv(meta, count), timeout_s=1.0):
+                _write(chunk)
 
 
 def _write(data: bytes) -> None:

@@ -27,7 +27,7 @@ from firedup.errors import DeployError, UsageError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import ScanState
 from firedup.readiness.events import HostTracker, WaitEvent, ending
-from firedup.readiness.report import progress_key, progress_text
+from firedup.readiness.report import change_text, progress_key
 from firedup.readiness.timeline import inline_text
 from firedup.readiness.watch import WaitStatus
 
@@ -121,7 +121,7 @@ class Board:
             key = progress_key(status)
             if self.plain_keys.get(host) != key:
                 self.plain_keys[host] = key
-                plain.append(f"[{host}] {progress_text(status)}")
+                plain.append(f"[{host}] {change_text(status)}")  # at a change: no 0s timers
             if status.warning is not None:
                 plain.append(f"[{host}] WARNING {status.warning.text()}")
             self._write(host, events, plain)

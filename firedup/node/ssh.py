@@ -19,7 +19,14 @@ from contextlib import suppress
 import paramiko
 from fabric import Config
 from invoke.exceptions import CommandTimedOut
-from paramiko.sftp import SFTPError
+from paramiko.sftp import (
+    CMD_HANDLE,
+    CMD_OPEN,
+    SFTP_FLAG_CREATE,
+    SFTP_FLAG_EXCL,
+    SFTP_FLAG_WRITE,
+    SFTPError,
+)
 
 from firedup.config.inventory import HostSpec
 from firedup.errors import (
@@ -54,6 +61,19 @@ def _no_space(exc: OSError, df: CommandResult) -> bool:
     lines = df.out.strip().splitlines()
     fields = lines[-1].split() if len(lines) > 1 else []
     return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) < 64
+
+
+def _create(sftp: paramiko.SFTPClient, path: str, mode: int) -> paramiko.SFTPFile:
+    """Create `path` (O_EXCL) with `mode` from its first instant: the mode travels in the OPEN
+    request. `SFTPClient.open` sends no mode, so the file is born 0644 and a chmod after it
+    comes too late for a reader who opened it in between (issue 16 §1)."""
+    attrs = paramiko.SFTPAttributes()
+    attrs.st_mode = mode
+    flags = SFTP_FLAG_WRITE | SFTP_FLAG_CREATE | SFTP_FLAG_EXCL
+    kind, msg = sftp._request(CMD_OPEN, path, flags, attrs)
+    if kind != CMD_HANDLE:
+        raise paramiko.SFTPError("Expected handle")
+    return paramiko.SFTPFile(sftp, msg.get_binary(), "wb")
 
 
 class SshNode:
@@ -134,7 +154,7 @@ class SshNode:
         self._posix_shell = is_posix_shell(out.shell)
         return CommandResult(tuple(argv), code, out.data, err.data, self.name)
 
-    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+    def put(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
         if not self._conn.is_connected:
             self._conn.close()  # drops Fabric's cached SFTP client of a dead transport
         sftp = self._sftp() if self._sftp_usable else None
@@ -145,12 +165,14 @@ class SshNode:
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.tmp-{secrets.token_hex(4)}")
         try:
             try:
-                fh = sftp.open(tmp, "wb")
+                fh = _create(sftp, tmp, mode)
             except FileNotFoundError:  # a missing parent costs one more round trip, only then
-                self.run(["mkdir", "-p", "--", parent], what=f"mkdir {parent}")
-                fh = sftp.open(tmp, "wb")
+                # Both named levels (runs/, runs/ID) are made 0700; the workdir already is.
+                made = [posixpath.dirname(parent), parent]
+                self.run(["mkdir", "-p", "-m", "700", "--", *made], what=f"mkdir {parent}")
+                fh = _create(sftp, tmp, mode)
             with fh:
-                fh.chmod(mode)  # before any byte: a 0600 secret is never readable by others
+                fh.chmod(mode)  # the exact mode, whatever the server's umask took away
                 fh.write(data)
             sftp.posix_rename(tmp, path)  # rename(2): atomic on one filesystem
         except (paramiko.SSHException, EOFError) as exc:

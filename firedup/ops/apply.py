@@ -17,7 +17,7 @@ from dataclasses import replace
 from firedup.errors import DeployError, TransientConnectError
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
-from firedup.node.lock import HeldLock, node_lock
+from firedup.node.lock import HeldLock, mark_waiting, node_lock
 from firedup.ops.deploy import (
     DeployOptions,
     DeployPlan,
@@ -26,8 +26,9 @@ from firedup.ops.deploy import (
     prune,
     record,
     start_plan,
+    stopped_during_wait,
 )
-from firedup.ops.history import outcome_of
+from firedup.ops.history import Outcome, outcome_of
 from firedup.ops.multinode import LOCK_RETAKEN, Rank, wait_multinode
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions
 from firedup.readiness.watch import WaitStatus
@@ -49,6 +50,7 @@ def apply_deploy(
     how: DeployOptions = PLAIN_DEPLOY,
     on_progress: Progress = lambda _m: None,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
+    on_launching: Callable[[str], None] = lambda _host: None,
 ) -> WaitStatus:
     """One node: the same path as several, with one rank."""
     return deploy_ranks(
@@ -58,6 +60,7 @@ def apply_deploy(
         how=how,
         on_progress=lambda _host, message: on_progress(message),
         on_started=on_started,
+        on_launching=on_launching,
     )
 
 
@@ -69,8 +72,12 @@ def deploy_ranks(
     how: DeployOptions,
     on_progress: HostProgress = _quiet,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
+    on_launching: Callable[[str], None] = lambda _host: None,
 ) -> WaitStatus:
-    """Lock, prepare and start every rank, then wait for rank 0 while watching the others."""
+    """Lock, prepare and start every rank, then wait for rank 0 while watching the others.
+
+    `on_launching(host)` comes just before the starts: until then an interrupt leaves no
+    server; after it, a server may run even if its pid never came back."""
 
     def say(rank: Rank) -> Progress:
         return lambda message: on_progress(rank.plan.host.name, message)
@@ -95,12 +102,16 @@ def deploy_ranks(
             # take it back (or learn who took the node) before anything is started.
             if lock.refresh():
                 say(rank)(LOCK_RETAKEN)
+        for rank in ranks:
+            on_launching(rank.plan.host.name)
         runs = [
             start_plan(r.node, r.plan, restart=how.restart, engine_version=v, on_progress=say(r))
             for r, v in zip(ranks, versions, strict=True)
         ]
         for run in runs:
             on_started(run)
+        for rank, lock in zip(ranks, locks, strict=True):
+            mark_waiting(rank.node, rank.plan.host, lock)  # now `fab stop` may take it over
         return _wait_and_record(ranks, locks, runs, options, hooks, how, say)
 
 
@@ -120,6 +131,7 @@ class _Retaker:
         try:
             if self.lock.refresh():
                 self.say(LOCK_RETAKEN)
+                mark_waiting(self.lock.node, self.lock.host, self.lock)
             self.pending = False
         except TransientConnectError:
             pass  # still away: the next look tries again
@@ -155,9 +167,14 @@ def _wait_and_record(
     try:
         status = wait_multinode(ranks, runs, options, watched, locks=others)
     except (DeployError, KeyboardInterrupt) as exc:
+        # A server `fab stop` ended from elsewhere while we waited is a stop, not a crash.
+        stopped = stopped_during_wait(ranks[0].node, ranks[0].plan, runs[0], exc)
+        outcome = (Outcome.STOPPED, str(stopped)) if stopped else outcome_of(exc)
         for r, run in zip(ranks, runs, strict=True):
             scan = seen[0].scan if seen and r is ranks[0] else None
-            record(r.node, r.plan, run, how.action, outcome_of(exc), scan=scan, on_progress=say(r))
+            record(r.node, r.plan, run, how.action, outcome, scan=scan, on_progress=say(r))
+        if stopped is not None:
+            raise stopped from None
         raise
     for r, run in zip(ranks, runs, strict=True):
         scan = status.scan if r is ranks[0] else None

@@ -15,19 +15,26 @@ from dataclasses import dataclass
 
 from firedup.config.inventory import Deployment, HostSpec, Placement
 from firedup.config.secrets import resolve_secrets
-from firedup.errors import DeployError, PreflightError
+from firedup.errors import (
+    DeployError,
+    PreflightError,
+    ServerCrashedError,
+    StartError,
+)
 from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
-from firedup.launch.runs import RunMeta, current_run, new_run_id, start_run
+from firedup.launch.runs import RunMeta, current_run, is_alive, new_run_id, start_run
 from firedup.logscan import ScanState
 from firedup.node.base import Node
-from firedup.node.lock import node_lock
+from firedup.node.lock import lock_status, node_lock
 from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
     inventory_commit,
     prune_runs,
+    read_history,
     run_record,
+    stop_of,
 )
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
@@ -183,11 +190,44 @@ class DeployOptions:
     action: Action = Action.DEPLOY
 
 
+def stopped_during_wait(
+    node: Node, plan: DeployPlan, run: RunMeta, exc: BaseException
+) -> DeployError | None:
+    """The server "exited" because `fab stop` (another terminal) ended it: say that instead.
+    The stop's history record comes after the server is gone; until then the stop is known
+    by the lock it took over from this deploy."""
+    if not isinstance(exc, ServerCrashedError):
+        return None
+    try:
+        stop = stop_of(read_history(node, plan.host, 50), run.run_id)
+        info = None if stop is not None else lock_status(node, plan.host)
+    except DeployError:
+        return None
+    if stop is not None:
+        who = f"{stop.who} at {stop.at:%Y-%m-%d %H:%M:%S} UTC"
+    elif info is not None and info.owner is not None and info.owner.operation == "stop":
+        who = info.owner.operator
+    else:
+        return None
+    return DeployError(
+        f"{plan.host.name}: run {run.run_id} was stopped by {who} (`fab stop`) while this "
+        "wait was on",
+        hint=f"`fab deploy --host {plan.host.name}` starts it again",
+    )
+
+
 def prepare(
     node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress
 ) -> PreflightReport:
     """preflight -> sync patches, under the caller's lock; raises when the launch would fail."""
     current = current_run(node, plan.host)
+    if current is not None and not how.restart and is_alive(node, current):
+        # Said before preflight, whose port check would call it a preflight failure (6):
+        # a server of ours already running is a refused start (7), as docs/exit-codes.md says.
+        raise StartError(
+            f"{plan.host.name}: run {current.run_id} is still running (pid {current.pid})",
+            hint="use --restart to replace it, or `fab stop` it first",
+        )
     report = check_preflight(node, plan, restart=how.restart, current=current)
     for check in report.checks:
         if check.outcome is not CheckOutcome.PASS:

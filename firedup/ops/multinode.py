@@ -15,11 +15,19 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from firedup.errors import DeployError, LockedError, ServerCrashedError, TransientConnectError
-from firedup.launch.runs import RunMeta
+from firedup.errors import (
+    DeployError,
+    ForeignListenerError,
+    LockedError,
+    NotReadyError,
+    ServerCrashedError,
+    TransientConnectError,
+)
+from firedup.launch.runs import RunMeta, is_alive
 from firedup.node.base import Node
-from firedup.node.lock import HeldLock
-from firedup.ops.deploy import DeployPlan, Progress
+from firedup.node.lock import HeldLock, mark_waiting
+from firedup.ops.deploy import DeployPlan, Progress, record, stopped_during_wait
+from firedup.ops.history import Action, outcome_of, read_history, stop_of
 from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import RunWatcher, WaitStatus, tail_argv
 
@@ -72,6 +80,8 @@ class RankWatch:
         holder's connection was the one that died."""
         if self.lock is not None and self.lock[0].refresh():
             self.lock[1](LOCK_RETAKEN)
+            lock = self.lock[0]
+            mark_waiting(lock.node, lock.host, lock)  # `fab stop` may take it over again
 
     def _watch(self) -> None:
         watcher = RunWatcher(self.rank.node, self.run, time.monotonic)
@@ -144,3 +154,37 @@ def wait_multinode(
             ranks_alive()
 
         return wait_ready(ranks[0].node, runs[0], options, replace(hooks, guard=guard))
+
+
+STOP_LOOKBACK = 50  # history records `fab wait` reads to learn whether its run was stopped
+
+# What a wait observed about the server itself (not an interrupt, not a lost connection).
+OBSERVED = (ServerCrashedError, NotReadyError, ForeignListenerError)
+
+
+def wait_recorded(
+    ranks: Sequence[Rank], runs: Sequence[RunMeta], options: WaitOptions, hooks: WaitHooks
+) -> WaitStatus:
+    """`fab wait`: refuse a run that `fab stop` ended, else wait and record what was seen in
+    each rank's history, so a crash only this wait saw keeps its log through pruning."""
+    for r, run in zip(ranks, runs, strict=True):
+        stopped = stop_of(read_history(r.node, r.plan.host, STOP_LOOKBACK), run.run_id)
+        if stopped is not None and not is_alive(r.node, run):
+            raise DeployError(
+                f"{run.host}: run {run.run_id} was stopped by {stopped.who} at "
+                f"{stopped.at:%Y-%m-%d %H:%M:%S} UTC; nothing to wait for",
+                hint=f"`fab deploy --host {run.host}` starts it again",
+            )
+    try:
+        status = wait_multinode(ranks, runs, options, hooks)
+    except OBSERVED as exc:
+        by_stop = stopped_during_wait(ranks[0].node, ranks[0].plan, runs[0], exc)
+        if by_stop is not None:
+            raise by_stop from None  # `fab stop` recorded it; a stop is no failure to keep
+        for r, run in zip(ranks, runs, strict=True):
+            record(r.node, r.plan, run, Action.WAIT, outcome_of(exc))
+        raise
+    for r, run in zip(ranks, runs, strict=True):
+        scan = status.scan if r is ranks[0] else None
+        record(r.node, r.plan, run, Action.WAIT, outcome_of(None), scan=scan)
+    return status

@@ -223,7 +223,7 @@ def check_gpus(s: Situation) -> Check:
             f"cannot query GPUs: {s.facts.gpu_error}",
             "is the NVIDIA driver installed and nvidia-smi on the host's PATH?",
         )
-    gpus = s.facts.gpus
+    gpus = s.gpus_after_restart()
     per_node = -(-d.tp // d.nnodes)  # tp spans all the nodes of a multi-node deployment
     if len(gpus) < per_node:
         return failed(

@@ -44,6 +44,7 @@ class Gpu:
     total_mib: float
     used_mib: float
     free_mib: float
+    uuid: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class GpuApp:
     pid: int
     name: str
     used_mib: float
+    gpu_uuid: str = ""
 
 
 @dataclass(frozen=True)
