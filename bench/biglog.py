@@ -21,11 +21,11 @@ from typing import Any
 from bench.latency import Target, new_target
 from bench.rig import CountingNode, Rig, WireMeter, node_cpu_s, read_event
 from bench.tools import BENCH, Ansible, start_loop
-from firedup.deploy import plan_deploy, start_plan
-from firedup.inventory import HostSpec
-from firedup.runs import RunMeta, stop_run
-from firedup.transport import SshNode
-from firedup.wait import WaitOptions, wait_ready
+from firedup.config.inventory import HostSpec
+from firedup.launch.runs import RunMeta, stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.readiness.wait import WaitOptions, wait_ready
 
 NOISY_PYTHON = str(BENCH / "nodeside" / "noisy-python")
 SPEED = "0.25"

@@ -21,9 +21,9 @@ from typing import Any
 from bench.latency import Target, new_target
 from bench.rig import CountingNode, Rig, node_cpu_s
 from bench.tools import LOOPS, Ansible
-from firedup.deploy import apply_deploy, plan_deploy, wait_options
-from firedup.runs import current_run, stop_run
-from firedup.transport import SshNode
+from firedup.launch.runs import current_run, stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import apply_deploy, plan_deploy, wait_options
 from tests.conftest import fab
 
 INSTANT = {"FIREDUP_SIM_SPEED": "1000"}

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.rig import Rig
-from firedup.deploy import apply_deploy, plan_deploy, wait_options
-from firedup.inventory import Inventory
-from firedup.runs import current_run, stop_run
-from firedup.transport import SshNode
+from firedup.config.inventory import Inventory
+from firedup.launch.runs import current_run, stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import apply_deploy, plan_deploy, wait_options
 from tests.conftest import SIM_MODELS, fab, free_port
 
 SPEED = "1000"

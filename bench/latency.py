@@ -18,12 +18,12 @@ from typing import Any
 
 from bench.rig import Rig, node_cpu_s, read_event
 from bench.tools import Ansible, start_loop
-from firedup.deploy import plan_deploy, start_plan
+from firedup.config.inventory import Deployment, HostSpec
 from firedup.errors import DeployError
-from firedup.inventory import Deployment, HostSpec
-from firedup.runs import RunMeta, stop_run
-from firedup.transport import SshNode
-from firedup.wait import WaitOptions, wait_ready
+from firedup.launch.runs import RunMeta, stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.readiness.wait import WaitOptions, wait_ready
 from tests.conftest import SIM_MODELS, free_port
 
 READY_SPEED = "0.5"  # tiny-llama reaches "fired up" about 3.5 s after launch

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.rig import CountingNode, Rig, WireMeter
-from firedup.deploy import plan_deploy
-from firedup.inventory import Deployment, HostSpec
+from firedup.config.inventory import Deployment, HostSpec
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy
 from firedup.patching import sync_patches
-from firedup.transport import SshNode
 from tests.conftest import REPO, SIM_MODELS, free_port
 
 PATCH = "kimi-k25-eagle3-hooks"

@@ -26,8 +26,8 @@ from typing import Any
 
 import yaml
 
+from firedup.config.inventory import Inventory, parse_inventory
 from firedup.errors import CommandResult
-from firedup.inventory import Inventory, parse_inventory
 from tests.conftest import (
     Sshd,
     sim_env,

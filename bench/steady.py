@@ -20,13 +20,13 @@ from typing import Any
 from bench.latency import new_target
 from bench.rig import Rig, node_cpu_s
 from bench.tools import Ansible, start_loop
-from firedup.deploy import plan_deploy, start_plan
 from firedup.errors import DeployError
-from firedup.probe import probe_run
-from firedup.readiness import health_url
-from firedup.runs import RunMeta, stop_run
-from firedup.transport import SshNode
-from firedup.wait import WaitHooks, WaitOptions, wait_ready
+from firedup.launch.runs import RunMeta, stop_run
+from firedup.node.probe import probe_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
+from firedup.readiness.watch import health_url
 from tests.conftest import wait_until
 
 WINDOW_S = 12

@@ -24,7 +24,7 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== shellcheck"
-shellcheck -s bash firedup/sh/*.sh scripts/*.sh .ci/run
+shellcheck -s bash firedup/node/sh/*.sh scripts/*.sh .ci/run
 # Three workers on two cores: most SSH tests wait on real processes and sockets, not the CPU.
 echo "== pytest"
 .venv/bin/python -m pytest -n "${FIREDUP_TEST_WORKERS:-3}" "$@"

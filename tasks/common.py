@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 from invoke.context import Context
 from invoke.exceptions import Exit
 
+from firedup.config.inventory import Inventory, load_inventory
+from firedup.config.secrets import mask
 from firedup.errors import DeployError, UsageError
-from firedup.inventory import Inventory, load_inventory
-from firedup.node import Node
-from firedup.secrets import mask
-from firedup.transport import open_node
+from firedup.node.base import Node
+from firedup.node.ssh import open_node
 
 T = TypeVar("T")
 

@@ -13,15 +13,21 @@ from collections.abc import Callable
 from fabric import task
 from invoke.context import Context
 
-from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, start_recorded, wait_options
+from firedup.config.inventory import Inventory
 from firedup.errors import DeployError, StartError, UsageError, WaitInterrupted
-from firedup.history import Action
-from firedup.inventory import Inventory
-from firedup.multinode import Rank, apply_multinode, wait_multinode
-from firedup.readiness import WaitStatus
-from firedup.report import table
-from firedup.runs import RunMeta, current_run, run_by_id
-from firedup.wait import WaitHooks
+from firedup.launch.runs import RunMeta, current_run, run_by_id
+from firedup.ops.deploy import (
+    DeployOptions,
+    apply_deploy,
+    plan_deploy,
+    start_recorded,
+    wait_options,
+)
+from firedup.ops.history import Action
+from firedup.ops.multinode import Rank, apply_multinode, wait_multinode
+from firedup.readiness.report import table
+from firedup.readiness.wait import WaitHooks
+from firedup.readiness.watch import WaitStatus
 from tasks.common import (
     INVENTORY_HELP,
     connect,

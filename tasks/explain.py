@@ -6,7 +6,7 @@ from fabric import task
 from invoke.context import Context
 
 from firedup.errors import UsageError
-from firedup.explain import explain_file, parse_engine, to_json, to_text
+from firedup.ops.explain import explain_file, parse_engine, to_json, to_text
 from tasks.common import reporting, say
 
 

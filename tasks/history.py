@@ -7,8 +7,8 @@ import json
 from fabric import task
 from invoke.context import Context
 
-from firedup.history import HistoryRecord, read_history
-from firedup.report import table
+from firedup.ops.history import HistoryRecord, read_history
+from firedup.readiness.report import table
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,

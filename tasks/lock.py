@@ -5,7 +5,7 @@ from __future__ import annotations
 from fabric import task
 from invoke.context import Context
 
-from firedup.lock import force_unlock
+from firedup.node.lock import force_unlock
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,

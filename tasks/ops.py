@@ -8,13 +8,13 @@ from json import dumps
 from fabric import task
 from invoke.context import Context
 
+from firedup.config.secrets import mask
 from firedup.errors import DeployError
-from firedup.report import signals_text, table
-from firedup.runs import current_run, follow_argv, run_by_id, tail_log
-from firedup.secrets import mask
-from firedup.shutdown import StopOutcome, stop_host
-from firedup.status import HostStatus, host_status
-from firedup.status_json import status_json
+from firedup.launch.runs import current_run, follow_argv, run_by_id, tail_log
+from firedup.ops.shutdown import StopOutcome, stop_host
+from firedup.ops.status import HostStatus, host_status
+from firedup.ops.status_json import status_json
+from firedup.readiness.report import signals_text, table
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,

@@ -6,8 +6,8 @@ from fabric import task
 from invoke.context import Context
 
 from firedup.errors import PatchError, UsageError
+from firedup.ops.patches import sync_patches_recorded
 from firedup.patching import Mode
-from firedup.patching.locked import sync_patches_recorded
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,

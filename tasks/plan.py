@@ -5,11 +5,11 @@ from __future__ import annotations
 from fabric import task
 from invoke.context import Context
 
-from firedup.deploy import plan_deploy
 from firedup.errors import PreflightError
-from firedup.plan import make_plan, plan_text
+from firedup.launch.runs import current_run
+from firedup.ops.deploy import plan_deploy
+from firedup.ops.plan import make_plan, plan_text
 from firedup.preflight import preflight as run_preflight
-from firedup.runs import current_run
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,

@@ -13,9 +13,9 @@ import sys
 import threading
 from typing import TextIO
 
-from firedup.readiness import WaitStatus
-from firedup.report import progress_key, progress_text
-from firedup.secrets import mask
+from firedup.config.secrets import mask
+from firedup.readiness.report import progress_key, progress_text
+from firedup.readiness.watch import WaitStatus
 
 CLEAR = "\x1b[2K"
 

@@ -9,8 +9,8 @@ from fabric import task
 from invoke.context import Context
 
 from firedup.errors import DeployError, NotReadyError
-from firedup.runs import current_run
-from firedup.smoke import DEFAULT_PROMPT, SmokeResult, smoke
+from firedup.launch.runs import current_run
+from firedup.ops.smoke import DEFAULT_PROMPT, SmokeResult, smoke
 from tasks.common import INVENTORY_HELP, connected, get_inventory, per_host, reporting, say
 
 

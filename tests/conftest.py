@@ -301,10 +301,10 @@ def netns_hosts(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
 def stop_runs(inventory: Path, selector: str | None = None) -> None:
     """Teardown: stop the current run of each host, in-process and quietly (the `fab stop`
     command itself is tested where it is the subject; cleanup needs no second CLI start)."""
+    from firedup.config.inventory import load_inventory
     from firedup.errors import DeployError
-    from firedup.inventory import load_inventory
-    from firedup.runs import current_run, stop_run
-    from firedup.transport import open_node
+    from firedup.launch.runs import current_run, stop_run
+    from firedup.node.ssh import open_node
 
     inv = load_inventory(inventory)
     for spec in inv.select(selector):

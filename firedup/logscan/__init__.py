@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from firedup.inventory import Engine
+from firedup.engine import Engine
 from firedup.logscan.model import (
     Event,
     EventKind,

@@ -7,7 +7,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from firedup.inventory import Engine
+from firedup.engine import Engine
 
 
 class Verdict(StrEnum):

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from firedup.inventory import Engine
+from firedup.engine import Engine
 from firedup.logscan.model import Phase, Progress
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from firedup.inventory import Engine
+from firedup.engine import Engine
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.model import (
     Event,

@@ -18,8 +18,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from firedup.config.inventory import HostSpec
 from firedup.errors import PatchError
-from firedup.inventory import HostSpec
 
 HISTORY_KEEP = 200
 

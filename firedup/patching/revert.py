@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from firedup.config.inventory import HostSpec
 from firedup.errors import PatchError
-from firedup.inventory import HostSpec
-from firedup.node import Node
+from firedup.node.base import Node
 from firedup.patching.plan import Contents
 from firedup.patching.record import (
     Actor,

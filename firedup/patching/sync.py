@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from firedup.config.inventory import Deployment, HostSpec
 from firedup.errors import PatchError
-from firedup.inventory import Deployment, HostSpec
-from firedup.node import Node
+from firedup.node.base import Node
 from firedup.patching.manifest import Patch, find_patches
 from firedup.patching.plan import Contents, Plan, plan_patches
 from firedup.patching.record import (

@@ -14,9 +14,9 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from firedup.config.inventory import Deployment, HostSpec
 from firedup.errors import PatchError
-from firedup.inventory import Deployment, HostSpec
-from firedup.node import Node
+from firedup.node.base import Node
 
 
 @cache

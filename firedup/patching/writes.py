@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from firedup.config.inventory import HostSpec
 from firedup.errors import DeployError, PatchError
-from firedup.inventory import HostSpec
-from firedup.node import Node
+from firedup.node.base import Node
 from firedup.patching.record import digest
 from firedup.patching.target import settle
 

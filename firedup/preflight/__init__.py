@@ -6,14 +6,14 @@ checks the deployment's patches; the checks themselves are pure (checks.py).
 
 from __future__ import annotations
 
-from firedup.deployment import Deployment
-from firedup.inventory import HostSpec
-from firedup.node import Node
+from firedup.config.deployment import Deployment
+from firedup.config.inventory import HostSpec
+from firedup.launch.runs import RunMeta
+from firedup.node.base import Node
 from firedup.patching import Mode, PatchReport, sync_patches
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.facts import NodeFacts, gather_facts
 from firedup.preflight.model import Check, Outcome, PreflightReport
-from firedup.runs import RunMeta
 
 __all__ = ["Check", "NodeFacts", "Outcome", "PreflightReport", "preflight"]
 

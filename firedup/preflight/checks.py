@@ -9,7 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from firedup.deployment import SGLANG_LONG_CONTEXT_ENV, Deployment, Engine
+from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV, Deployment
+from firedup.engine import Engine
 from firedup.patching import PatchReport, PatchStatus
 from firedup.preflight.context import architectures, derived_context_length
 from firedup.preflight.facts import NodeFacts

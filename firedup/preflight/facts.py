@@ -8,11 +8,11 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from firedup.deployment import Deployment
+from firedup.config.deployment import Deployment
+from firedup.config.inventory import HostSpec
 from firedup.errors import RemoteCommandError
-from firedup.inventory import HostSpec
-from firedup.node import Node
-from firedup.render import launch_env
+from firedup.launch.render import launch_env
+from firedup.node.base import Node
 
 
 @dataclass(frozen=True)

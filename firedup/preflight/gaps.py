@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from firedup.deployment import Engine
+from firedup.engine import Engine
 
 
 @dataclass(frozen=True)

@@ -19,12 +19,12 @@ from typing import Any
 
 import yaml
 
-from firedup.deploy import DeployOptions, apply_deploy, plan_deploy, wait_options
+from firedup.config.inventory import Deployment, HostSpec, Inventory, parse_inventory
 from firedup.errors import DeployError
-from firedup.inventory import Deployment, HostSpec, Inventory, parse_inventory
-from firedup.readiness import WaitStatus
-from firedup.transport import SshNode
-from firedup.wait import NO_HOOKS, WaitHooks
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import DeployOptions, apply_deploy, plan_deploy, wait_options
+from firedup.readiness.wait import NO_HOOKS, WaitHooks
+from firedup.readiness.watch import WaitStatus
 from tests.conftest import (
     FAB,
     REPO,

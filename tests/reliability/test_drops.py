@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from firedup.errors import ConnectError, TransientConnectError
-from firedup.lock import LockState, lock_status
-from firedup.readiness import WaitStatus
-from firedup.wait import WaitHooks
+from firedup.node.lock import LockState, lock_status
+from firedup.readiness.wait import WaitHooks
+from firedup.readiness.watch import WaitStatus
 from tests.conftest import Sshd, stop_process, wait_until
 from tests.reliability import tally
 from tests.reliability.faultnode import FaultNode

@@ -11,8 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from firedup.errors import NotReadyError
-from firedup.readiness import WaitStatus
-from firedup.wait import WaitHooks
+from firedup.readiness.wait import WaitHooks
+from firedup.readiness.watch import WaitStatus
 from tests.reliability import tally
 from tests.reliability.helpers import (
     Host,

@@ -15,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from firedup.deploy import plan_deploy
+from firedup.config.inventory import Inventory, load_inventory
 from firedup.errors import DeployError, InventoryError
-from firedup.inventory import Inventory, load_inventory
+from firedup.ops.deploy import plan_deploy
 from tests.conftest import FAB, REPO
 from tests.reliability import tally
 

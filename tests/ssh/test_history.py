@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from invoke import Context
 
-from firedup.history import (
+from firedup.config.inventory import HostSpec, Inventory, parse_inventory
+from firedup.node.ssh import LocalNode, SshNode
+from firedup.ops.history import (
     Action,
     HistoryRecord,
     Outcome,
@@ -22,8 +24,6 @@ from firedup.history import (
     prune_runs,
     read_history,
 )
-from firedup.inventory import HostSpec, Inventory, parse_inventory
-from firedup.transport import LocalNode, SshNode
 from tasks.history import history as history_task
 from tests.conftest import Sshd, ssh_host
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from firedup.config.inventory import HostSpec, parse_inventory
 from firedup.errors import LockedError
-from firedup.inventory import HostSpec, parse_inventory
-from firedup.lock import LockState, force_unlock, lock_status, node_lock
-from firedup.node import Node
-from firedup.transport import LocalNode, SshNode
+from firedup.node.base import Node
+from firedup.node.lock import LockState, force_unlock, lock_status, node_lock
+from firedup.node.ssh import LocalNode, SshNode
 from tests.conftest import REPO, Sshd, ssh_host, wait_until
 
 pytestmark = pytest.mark.ssh
@@ -230,9 +230,9 @@ def test_a_dropped_connection_ends_the_lock_and_refresh_takes_it_again(
 
 HOLD_AND_SIGNAL = """
 import sys
-from firedup.inventory import parse_inventory
-from firedup.lock import node_lock
-from firedup.transport import SshNode
+from firedup.config.inventory import parse_inventory
+from firedup.node.lock import node_lock
+from firedup.node.ssh import SshNode
 from pathlib import Path
 import json
 inv = parse_inventory(json.loads(sys.argv[1]), Path("hosts.yaml"))

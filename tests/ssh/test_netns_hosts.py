@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from firedup.inventory import parse_inventory
-from firedup.transport import SshNode
+from firedup.config.inventory import parse_inventory
+from firedup.node.ssh import SshNode
 from tests.conftest import NODE_PYTHON, REPO, Sshd, free_port, sim_deployment, ssh_host
 from tests.netns import NetnsHost, NetnsNetwork, members, sweep_stale, unavailable_reason
 

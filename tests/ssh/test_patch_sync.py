@@ -21,11 +21,11 @@ from typing import Any
 import pytest
 import yaml
 
+from firedup.config.inventory import load_inventory
 from firedup.errors import CommandResult, PatchError
-from firedup.inventory import load_inventory
-from firedup.node import Node
+from firedup.node.base import Node
+from firedup.node.ssh import ConnectionLostError, open_node
 from firedup.patching import Mode, sync_patches
-from firedup.transport import ConnectionLostError, open_node
 from tests.conftest import NODE_PYTHON, REPO, Sshd, ssh_host
 
 pytestmark = pytest.mark.ssh

@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from firedup.deploy import plan_deploy, start_plan
+from firedup.config.inventory import Inventory, parse_inventory
 from firedup.errors import ForeignListenerError, NotReadyError, ServerCrashedError
-from firedup.inventory import Inventory, parse_inventory
+from firedup.launch.runs import RunMeta, stop_run
 from firedup.logscan import Phase, Reason
-from firedup.readiness import WaitStatus
-from firedup.runs import RunMeta, stop_run
-from firedup.transport import SshNode
-from firedup.wait import WaitHooks, WaitOptions, wait_ready
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
+from firedup.readiness.watch import WaitStatus
 from tests.conftest import (
     FAB,
     REPO,

@@ -13,7 +13,7 @@ import pytest
 
 from firedup.errors import ForeignListenerError, NotReadyError, ServerCrashedError
 from firedup.logscan import Phase
-from firedup.status import RunState, host_status
+from firedup.ops.status import RunState, host_status
 from tests.conftest import SIM_MODELS, session_members, sim_deployment, wait_until
 from tests.ssh.test_readiness import Node
 from tests.ssh.test_readiness import make_node as make_node  # the fixture

@@ -11,12 +11,13 @@ import pytest
 from invoke import Context
 from invoke.exceptions import Exit
 
-from firedup.deploy import plan_deploy, start_plan
-from firedup.inventory import Engine, parse_inventory
-from firedup.runs import RunMeta, stop_run
-from firedup.smoke import smoke
-from firedup.transport import SshNode
-from firedup.wait import WaitOptions, wait_ready
+from firedup.config.inventory import parse_inventory
+from firedup.engine import Engine
+from firedup.launch.runs import RunMeta, stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.ops.smoke import smoke
+from firedup.readiness.wait import WaitOptions, wait_ready
 from tasks.smoke import smoke_test
 from tests.conftest import Sshd, sim_deployment, ssh_host
 

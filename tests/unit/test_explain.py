@@ -12,9 +12,9 @@ import pytest
 from invoke.context import Context
 from invoke.exceptions import Exit
 
+from firedup.engine import Engine
 from firedup.errors import UsageError
-from firedup.explain import explain_file, looks_binary, parse_engine, to_json, to_text
-from firedup.inventory import Engine
+from firedup.ops.explain import explain_file, looks_binary, parse_engine, to_json, to_text
 from tasks.explain import explain_log
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from firedup.engine import Engine
 from firedup.errors import NotReadyError, ServerCrashedError, WaitInterrupted
-from firedup.history import (
+from firedup.launch.runs import RunMeta, operator
+from firedup.logscan import explain
+from firedup.ops.history import (
     MASK,
     MAX_LINE_BYTES,
     Action,
@@ -29,9 +32,6 @@ from firedup.history import (
     repo_commit,
     run_record,
 )
-from firedup.inventory import Engine
-from firedup.logscan import explain
-from firedup.runs import RunMeta, operator
 
 AT = datetime(2026, 2, 22, 10, 30, 0, tzinfo=UTC)
 

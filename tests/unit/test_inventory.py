@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from firedup.config.inventory import DEFAULT_INVENTORY, KeyPolicy, load_inventory, parse_inventory
+from firedup.engine import Engine
 from firedup.errors import InventoryError
-from firedup.inventory import DEFAULT_INVENTORY, Engine, KeyPolicy, load_inventory, parse_inventory
 
 GOOD: dict[str, Any] = {
     "hosts": {

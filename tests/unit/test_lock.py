@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import json
 
-from firedup.lock import LockOwner, LockState, parse_lock_status, parse_record
+from firedup.node.lock import LockOwner, LockState, parse_lock_status, parse_record
 
 OWNER = {
     "operator": "alice@laptop",

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from firedup.inventory import Engine
+from firedup.engine import Engine
 from firedup.logscan import LogScanner, ScanState, Verdict, explain
 from firedup.logscan.evidence import MAX_EXCERPT_LINES
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from firedup.inventory import Engine
+from firedup.engine import Engine
 from firedup.logscan import (
     HINTS,
     EventKind,

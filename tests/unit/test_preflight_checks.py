@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from firedup.deployment import Deployment
+from firedup.config.deployment import Deployment
 from firedup.patching import Mode, PatchOutcome, PatchReport, PatchStatus
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.context import derived_context_length

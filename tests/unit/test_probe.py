@@ -1,4 +1,4 @@
-"""The probe parser, on recorded output of firedup/sh/probe.sh."""
+"""The probe parser, on recorded output of firedup/node/sh/probe.sh."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from firedup.probe import ProbeParseError, parse_listeners, parse_probe
+from firedup.node.probe import ProbeParseError, parse_listeners, parse_probe
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "probe"
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from firedup.config.inventory import DEFAULT_INVENTORY, load_inventory, parse_inventory
 from firedup.errors import RenderError
-from firedup.inventory import DEFAULT_INVENTORY, load_inventory, parse_inventory
-from firedup.render import check_bash_syntax, engine_args, render_launch
+from firedup.launch.render import check_bash_syntax, engine_args, render_launch
 
 GOLDEN = Path(__file__).resolve().parent.parent / "fixtures" / "golden"
 
@@ -89,8 +89,8 @@ def test_quiet_log_level_is_refused() -> None:
 
 
 def test_invalid_bash_is_caught() -> None:
-    from firedup.inventory import Engine
-    from firedup.render import LaunchScript
+    from firedup.engine import Engine
+    from firedup.launch.render import LaunchScript
 
     with pytest.raises(RenderError, match="not valid bash"):
         check_bash_syntax(LaunchScript(text="if then fi\n", engine=Engine.SGLANG))

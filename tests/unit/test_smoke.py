@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from firedup.inventory import Engine
-from firedup.runs import RunMeta
-from firedup.smoke import base_url, parse_smoke, smoke_argv
+from firedup.engine import Engine
+from firedup.launch.runs import RunMeta
+from firedup.ops.smoke import base_url, parse_smoke, smoke_argv
 
 
 def run(engine: Engine = Engine.SGLANG, bind: str = "0.0.0.0") -> RunMeta:

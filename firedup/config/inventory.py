@@ -1,0 +1,259 @@
+"""The inventory: hosts, groups and deployments, validated once at load.
+
+Schema reference: docs/inventory.md. Every error names the file, the key path and what was
+expected, and raises InventoryError (exit 2) before any node is contacted.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import (
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+
+from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
+from firedup.errors import InventoryError
+
+DEFAULT_INVENTORY = Path(__file__).resolve().parents[2] / "inventory" / "hosts.yaml"
+INVENTORY_ENV = "FIREDUP_INVENTORY"
+NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+
+Port = Annotated[int, Field(ge=1, le=65535, strict=True)]
+__all__ = ["ArgValue", "Deployment", "Engine", "HostSpec", "Inventory", "KeyPolicy"]
+
+
+class KeyPolicy(StrEnum):
+    STRICT = "strict"
+    ACCEPT_NEW = "accept-new"
+
+
+class HostSpec(FrozenModel):
+    """Where to run: how to reach a node and where firedup keeps its files there."""
+
+    name: str = ""
+    transport: Literal["ssh", "local"] = "ssh"
+    address: str | None = None
+    user: str | None = None
+    port: Port = 22
+    identity_file: Path | None = None
+    known_hosts: Path = Path("~/.ssh/known_hosts")
+    host_key_policy: KeyPolicy = KeyPolicy.STRICT
+    connect_timeout_s: float = Field(default=10.0, gt=0)
+    python: str = "python3"
+    workdir: str = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    deployment: str
+    keep_runs: int = Field(default=10, ge=1)
+    node_address: str | None = None  # how the other nodes of a multi-node deployment reach it
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _check_env(cls, value: Any) -> Any:
+        return env_map(value) if isinstance(value, Mapping) else value
+
+    @field_validator("identity_file", "known_hosts")
+    @classmethod
+    def _expand_user(cls, value: Path | None) -> Path | None:
+        return value.expanduser() if value is not None else None
+
+    @field_validator("workdir")
+    @classmethod
+    def _absolute_workdir(cls, value: str) -> str:
+        if not value.startswith("/"):
+            raise ValueError(f"must be an absolute path on the node, got {value!r}")
+        return posixpath.normpath(value)
+
+    @model_validator(mode="after")
+    def _address_for_ssh(self) -> HostSpec:
+        if self.transport == "ssh" and not self.address:
+            raise ValueError("an ssh host needs 'address' (an IP, a name or an ssh_config alias)")
+        return self
+
+
+class Inventory(FrozenModel):
+    path: Path = Path("-")
+    hosts: dict[str, HostSpec]
+    deployments: dict[str, Deployment]
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> Inventory:
+        for name in [*self.hosts, *self.deployments, *self.groups]:
+            if not re.fullmatch(NAME_RE, name):
+                raise ValueError(f"{name!r} is not a valid name (letters, digits, '.', '_', '-')")
+        for host in self.hosts.values():
+            if host.deployment not in self.deployments:
+                raise ValueError(
+                    f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
+                    f"known: {', '.join(sorted(self.deployments)) or 'none'}"
+                )
+        for deployment in self.deployments.values():
+            _check_nodes(deployment, self.hosts)
+        for group, members in self.groups.items():
+            if group in self.hosts:
+                raise ValueError(f"groups.{group}: a group cannot share a name with a host")
+            unknown = [m for m in members if m not in self.hosts]
+            if unknown:
+                raise ValueError(f"groups.{group}: unknown hosts {', '.join(unknown)}")
+        return self
+
+    def host(self, name: str) -> HostSpec:
+        if name not in self.hosts:
+            raise InventoryError(
+                f"unknown host {name!r} in {self.path}; known hosts: "
+                f"{', '.join(sorted(self.hosts))}"
+            )
+        return self.hosts[name]
+
+    def deployment_for(self, host: HostSpec) -> Deployment:
+        return self.deployments[host.deployment]
+
+    def placement(self, host: HostSpec) -> Placement | None:
+        """Rank, node count and rendezvous address of a host in a multi-node deployment."""
+        deployment = self.deployment_for(host)
+        if not deployment.nodes:
+            return None
+        first = self.hosts[deployment.nodes[0]]
+        address = first.node_address or first.address or "127.0.0.1"
+        return Placement(
+            rank=deployment.nodes.index(host.name),
+            nnodes=deployment.nnodes,
+            dist_init_addr=f"{address}:{deployment.dist_init_port}",
+        )
+
+    def select(self, selector: str | None) -> list[HostSpec]:
+        """Hosts named by a host, a group, or a comma list of either; all hosts when None."""
+        if not selector:
+            return list(self.hosts.values())
+        chosen: dict[str, HostSpec] = {}
+        for part in (p.strip() for p in selector.split(",")):
+            if not part:
+                raise InventoryError(f"empty name in host list {selector!r}")
+            names = self.groups.get(part, [part])
+            for name in names:
+                chosen[name] = self.host(name)
+        return list(chosen.values())
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A host's place in a multi-node deployment."""
+
+    rank: int
+    nnodes: int
+    dist_init_addr: str
+
+
+def _check_nodes(deployment: Deployment, hosts: Mapping[str, HostSpec]) -> None:
+    where = f"deployments.{deployment.name}.nodes"
+    if len(deployment.nodes) == 1:
+        raise ValueError(f"{where}: a multi-node deployment needs at least two nodes")
+    if len(set(deployment.nodes)) != len(deployment.nodes):
+        raise ValueError(f"{where}: a host is listed twice")
+    for name in deployment.nodes:
+        if name not in hosts:
+            raise ValueError(f"{where}: unknown host {name!r}")
+        if hosts[name].deployment != deployment.name:
+            raise ValueError(f"{where}: host {name} runs deployment {hosts[name].deployment}")
+    if deployment.nodes:
+        strays = [
+            h.name
+            for h in hosts.values()
+            if h.deployment == deployment.name and h.name not in deployment.nodes
+        ]
+        if strays:
+            raise ValueError(f"{where}: hosts {', '.join(strays)} run it but are not listed")
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """YAML loader that refuses duplicate keys: silently keeping the last one hides typos."""
+
+
+def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *anchor` merges; explicit keys beside it override, as YAML says
+        key = loader.construct_object(key_node)
+        if key in seen:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r} (line {mark.line + 1})", mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _expand(value: Any, inventory_dir: str) -> Any:
+    """Expand ${INVENTORY_DIR} in every string, so the demo can point into this checkout."""
+    if isinstance(value, str):
+        return value.replace("${INVENTORY_DIR}", inventory_dir)
+    if isinstance(value, list):
+        return [_expand(v, inventory_dir) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v, inventory_dir) for k, v in value.items()}
+    return value
+
+
+def _describe(error: Mapping[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{loc}: unknown key"
+    if kind == "missing":
+        return f"{loc}: required key is missing"
+    msg = str(error["msg"]).removeprefix("Value error, ")
+    got = error.get("input")
+    if kind in {"value_error", "assertion_error"} or isinstance(got, dict | list):
+        return f"{loc}: {msg}" if loc else msg
+    return f"{loc}: {msg} (got {got!r})"
+
+
+def parse_inventory(data: Any, path: Path) -> Inventory:
+    """Validate already-loaded YAML data (pure; the file name is only for messages)."""
+    if not isinstance(data, dict):
+        raise InventoryError(f"{path}: expected a mapping with 'hosts' and 'deployments'")
+    data = _expand(data, str(path.resolve().parent))
+    for section in ("hosts", "deployments"):
+        entries = data.get(section)
+        if isinstance(entries, dict):
+            data[section] = {
+                name: {**entry, "name": name} if isinstance(entry, dict) else entry
+                for name, entry in entries.items()
+            }
+    try:
+        return Inventory.model_validate({**data, "path": path})
+    except ValidationError as exc:
+        problems = [_describe(e) for e in exc.errors()]
+        raise InventoryError(f"{path}: " + "; ".join(problems)) from None
+
+
+def load_inventory(path: str | Path | None = None) -> Inventory:
+    """Load and validate the inventory: CLI path > $FIREDUP_INVENTORY > inventory/hosts.yaml."""
+    chosen = Path(path or os.environ.get(INVENTORY_ENV) or DEFAULT_INVENTORY).expanduser()
+    try:
+        text = chosen.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InventoryError(f"inventory file not found: {chosen}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InventoryError(f"cannot read inventory {chosen}: {exc}") from None
+    try:
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"{chosen}: not valid YAML: {exc}".replace("\n", " ")) from None
+    return parse_inventory(data, chosen)

@@ -1,0 +1,84 @@
+"""Secrets: values that reach the server's environment and nothing else.
+
+A deployment names its secrets and where the operator's machine holds them (an env var or a
+local file); the inventory never holds a value. Values are resolved on the operator's side,
+written on the node to `<rundir>/secrets.env` (mode 0600, before any byte is written), and
+sourced by the launch script. Everything that prints (plans, errors, records) passes through
+`mask`, which replaces every value resolved in this process with `***`.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import threading
+from collections.abc import Mapping
+
+from firedup.config.deployment import Deployment
+from firedup.errors import DeployError
+
+MASK = "***"
+SECRETS_FILE = "secrets.env"
+
+_lock = threading.Lock()
+_known: set[str] = set()
+
+
+class SecretError(DeployError):
+    """A secret the deployment names cannot be found on the operator's machine."""
+
+    exit_code = 2
+
+
+def _remember(value: str) -> None:
+    # Very short values would mask ordinary words all over the output; they are still kept
+    # out of scripts and plans, which never contain values at all.
+    if len(value) >= 4:
+        with _lock:
+            _known.add(value)
+
+
+def resolve_secrets(deployment: Deployment) -> dict[str, str]:
+    """Read each secret from where the operator's machine holds it; remember it for masking."""
+    values: dict[str, str] = {}
+    for name, source in deployment.secrets.items():
+        if source.env is not None:
+            if source.env not in os.environ:
+                raise SecretError(
+                    f"deployment {deployment.name}: secret {name} comes from the environment "
+                    f"variable {source.env}, which is not set here",
+                    hint=f"export {source.env}=... before running fab",
+                )
+            value = os.environ[source.env]
+        else:
+            assert source.file is not None
+            path = source.file.expanduser()
+            try:
+                value = path.read_text(encoding="utf-8").rstrip("\n")
+            except OSError as exc:
+                raise SecretError(
+                    f"deployment {deployment.name}: secret {name} comes from {path}: "
+                    f"{exc.strerror or exc}"
+                ) from None
+        _remember(value)
+        values[name] = value
+    return values
+
+
+def secrets_env_text(values: Mapping[str, str]) -> str:
+    """The 0600 file the launch script sources (with `set -a`): NAME=quoted-value lines."""
+    return "".join(f"{name}={shlex.quote(value)}\n" for name, value in sorted(values.items()))
+
+
+def mask(text: str) -> str:
+    """Replace every secret value resolved in this process with ***."""
+    with _lock:
+        known = sorted(_known, key=len, reverse=True)
+    for value in known:
+        text = text.replace(value, MASK)
+    return text
+
+
+def masked_env(env: Mapping[str, str], secret_names: set[str] | frozenset[str]) -> dict[str, str]:
+    """An env mapping fit for printing: secret names shown, their values never."""
+    return {k: MASK if k in secret_names else mask(v) for k, v in env.items()}

@@ -1,0 +1,159 @@
+"""Render launch scripts from the engine templates (pure, apart from the optional `bash -n`).
+
+Jinja2 runs with StrictUndefined (a typo in a template is an error, not an empty string) and
+keep_trailing_newline; every value reaches the script through the `sh` filter (shlex.quote),
+so a value is always exactly one shell word.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shlex
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
+from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
+from firedup.engine import Engine
+from firedup.errors import RenderError
+
+TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
+# The log classifier reads phase lines that SGLang prints only at info level or below.
+VERBOSE_LEVELS = {"debug", "info"}
+
+
+@dataclass(frozen=True)
+class LaunchScript:
+    text: str
+    engine: Engine
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def _sh(value: Any) -> str:
+    if isinstance(value, bool) or value is None:
+        raise RenderError(f"refusing to quote {value!r}: booleans and nulls are flags, not values")
+    return shlex.quote(str(value))
+
+
+def _environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,  # shell, not HTML: quoting is the `sh` filter's job
+    )
+    env.filters["sh"] = _sh
+    return env
+
+
+Flag = tuple[str, ...]
+
+
+def flag_args(args: Mapping[str, ArgValue]) -> list[Flag]:
+    """Inventory args to argv groups: true -> --flag, false -> omitted, list -> --flag v1 v2."""
+    flags: list[Flag] = []
+    for key, value in args.items():
+        flag = f"--{key}"
+        if value is True:
+            flags.append((flag,))
+        elif value is False:
+            continue
+        elif isinstance(value, list):
+            flags.append((flag, *(str(v) for v in value)))
+        else:
+            flags.append((flag, str(value)))
+    return flags
+
+
+def engine_args(deployment: Deployment) -> list[Flag]:
+    """The engine-specific arguments after model, host and port, one group per flag."""
+    args = dict(deployment.args)
+    if deployment.engine is Engine.SGLANG:
+        level = str(args.pop("log-level", "info"))
+        if level not in VERBOSE_LEVELS:
+            raise RenderError(
+                f"deployment {deployment.name}: args.log-level is {level!r}; firedup reads "
+                "SGLang's phase lines, which appear only at 'info' or 'debug'"
+            )
+        return [*flag_args(args), ("--log-level", level)]
+    return flag_args(args)
+
+
+def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
+    """The launch environment: host env first, the deployment's wins on a clash; the draft
+    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself)."""
+    env = {**host.env, **deployment.env}
+    if deployment.draft_context == "extend" and deployment.engine is Engine.SGLANG:
+        env[SGLANG_LONG_CONTEXT_ENV] = "1"
+    return env
+
+
+def vllm_speculative_config(deployment: Deployment) -> str | None:
+    """vLLM takes speculative decoding as one JSON argument (--speculative-config)."""
+    spec = deployment.speculative
+    if spec is None:
+        return None
+    config: dict[str, object] = {"method": spec.algorithm.lower()}
+    if spec.draft_model:
+        config["model"] = spec.draft_model
+    if spec.num_steps:
+        config["num_speculative_tokens"] = spec.num_steps
+    if spec.draft_tp:
+        config["draft_tensor_parallel_size"] = spec.draft_tp
+    return json.dumps(config, separators=(",", ":"))
+
+
+def render_launch(
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    run_id: str,
+    rundir: str,
+    placement: Placement | None = None,
+) -> LaunchScript:
+    context = {
+        "host": host,
+        "deployment": deployment,
+        "run_id": run_id,
+        "rundir": rundir,
+        "env": launch_env(host, deployment),
+        "secret_names": sorted(deployment.secrets),
+        "engine_args": engine_args(deployment),
+        "speculative_config": vllm_speculative_config(deployment),
+        "placement": placement,
+        "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
+    }
+    name = f"{deployment.engine.value}/launch.sh.j2"
+    try:
+        text = _environment().get_template(name).render(**context)
+    except jinja2.TemplateNotFound:
+        raise RenderError(
+            f"no launch template for engine {deployment.engine.value}: {name}"
+        ) from None
+    except jinja2.UndefinedError as exc:
+        raise RenderError(f"template {name}: {exc.message}") from None
+    except jinja2.TemplateSyntaxError as exc:
+        raise RenderError(f"template {exc.filename}:{exc.lineno}: {exc.message}") from None
+    return LaunchScript(text=text, engine=deployment.engine)
+
+
+def check_bash_syntax(script: LaunchScript) -> None:
+    """`bash -n`: a rendered script that does not parse never reaches a node."""
+    proc = subprocess.run(
+        ["bash", "-n", "/dev/stdin"], input=script.text.encode(), capture_output=True, check=False
+    )
+    if proc.returncode != 0:
+        raise RenderError(
+            f"rendered launch script is not valid bash: {proc.stderr.decode().strip()}"
+        )

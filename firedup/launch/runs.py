@@ -1,0 +1,216 @@
+"""Runs on a node: each launch gets `<workdir>/runs/<run-id>/` and `current` names the live one.
+
+A run directory holds launch.sh, server.log, pid and meta.json. State lives on the node, not
+on the operator's laptop, so `fab status`, `fab wait` and `fab stop` work from any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import re
+import secrets
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from typing import Any
+
+from firedup.config.inventory import Deployment, HostSpec
+from firedup.config.secrets import SECRETS_FILE, secrets_env_text
+from firedup.engine import Engine
+from firedup.errors import RemoteCommandError, StartError, TransientConnectError
+from firedup.launch.render import LaunchScript
+from firedup.node.base import Node, operator, run_script
+from firedup.node.probe import probe_run
+
+STOP_GRACE_S = 20
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """What a run is: written to meta.json at start, read back by status, wait and stop."""
+
+    run_id: str
+    host: str
+    deployment: str
+    engine: Engine
+    port: int
+    workdir: str
+    script_sha256: str
+    started_at: float
+    started_by: str
+    pid: int | None = None
+    bind: str = "127.0.0.1"
+    engine_version: str | None = None
+
+    @property
+    def rundir(self) -> str:
+        return posixpath.join(self.workdir, "runs", self.run_id)
+
+    @property
+    def log_path(self) -> str:
+        return posixpath.join(self.rundir, "server.log")
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "engine": self.engine.value}, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> RunMeta:
+        data: dict[str, Any] = json.loads(text)
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**{**known, "engine": Engine(data["engine"])})
+
+
+def new_run_id(now: float | None = None, token: str | None = None) -> str:
+    """Sortable and unique: UTC time to the second plus a random suffix."""
+    stamp = datetime.fromtimestamp(time.time() if now is None else now, UTC)
+    return f"{stamp:%Y%m%dT%H%M%SZ}-{token or secrets.token_hex(3)}"
+
+
+def parse_current(stdout: bytes) -> RunMeta | None:
+    """Parse current.sh output: `meta=<json>` and `pid=<pid>` (the pid file is the truth)."""
+    fields = dict(ln.partition("=")[::2] for ln in stdout.decode().splitlines() if "=" in ln)
+    if not fields.get("meta"):
+        return None
+    meta = RunMeta.from_json(fields["meta"])
+    pid = fields.get("pid", "").strip()
+    return replace(meta, pid=int(pid)) if pid.isdigit() else meta
+
+
+def current_run(node: Node, host: HostSpec) -> RunMeta | None:
+    """The run `current` points at, or None when nothing was ever started here."""
+    return parse_current(run_script(node, "current", host.workdir, what="read current run").stdout)
+
+
+def run_by_id(node: Node, host: HostSpec, run_id: str) -> RunMeta:
+    if not re.fullmatch(r"[0-9A-Za-z-]+", run_id):
+        raise StartError(f"not a run id: {run_id!r}")
+    rundir = posixpath.join(host.workdir, "runs", run_id)
+    try:
+        meta = RunMeta.from_json(node.get(posixpath.join(rundir, "meta.json")))
+    except RemoteCommandError:
+        raise StartError(f"{host.name}: no run {run_id} under {host.workdir}/runs") from None
+    pid = node.run(["cat", "--", posixpath.join(rundir, "pid")], check=False).out.strip()
+    return replace(meta, pid=int(pid)) if pid.isdigit() else meta
+
+
+def is_alive(node: Node, run: RunMeta) -> bool:
+    return probe_run(node, run.rundir, run.port, 0, max_bytes=0).alive
+
+
+def start_run(
+    node: Node,
+    host: HostSpec,
+    deployment: Deployment,
+    script: LaunchScript,
+    run_id: str,
+    *,
+    restart: bool = False,
+    secrets: Mapping[str, str] | None = None,
+    engine_version: str | None = None,
+    on_progress: Callable[[str], None] = lambda _msg: None,
+) -> RunMeta:
+    """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
+    start it detached."""
+    previous = current_run(node, host)
+    running = previous is not None and is_alive(node, previous)
+    if running and not restart:
+        assert previous is not None
+        raise StartError(
+            f"{host.name}: run {previous.run_id} is still running (pid {previous.pid})",
+            hint="use --restart to stop it first, or `fab stop` it",
+        )
+    meta = RunMeta(
+        run_id=run_id,
+        host=host.name,
+        deployment=deployment.name,
+        engine=deployment.engine,
+        port=deployment.port,
+        workdir=host.workdir,
+        script_sha256=script.sha256,
+        started_at=time.time(),
+        started_by=operator(),
+        bind=deployment.bind,
+        engine_version=engine_version,
+    )
+    if secrets:
+        text = secrets_env_text(secrets).encode()
+        node.put(text, posixpath.join(meta.rundir, SECRETS_FILE), mode=0o600)
+    node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o755)
+    node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))
+    if running and previous is not None:
+        # Only now, with the new run's files in place: a failed upload leaves the old running.
+        on_progress(f"stopping previous run {previous.run_id}")
+        stop_run(node, previous)
+    pid = _start(node, host, run_id, on_progress)
+    meta = replace(meta, pid=pid)  # meta.json stays as written: the pid file is the truth
+    on_progress(f"started run {run_id}, pid {pid}")
+    return meta
+
+
+def _start(node: Node, host: HostSpec, run_id: str, on_progress: Callable[[str], None]) -> int:
+    """Run start.sh; if its answer is lost with the connection, ask the node for the pid."""
+    try:
+        out = run_script(node, "start", host.workdir, run_id, what="start").out
+    except TransientConnectError as exc:
+        pid_file = posixpath.join(host.workdir, "runs", run_id, "pid")
+        try:
+            found = node.run(["cat", "--", pid_file], check=False).out.strip()
+        except TransientConnectError:
+            found = ""
+        if not found.isdigit():
+            raise StartError(
+                f"{host.name}: the connection dropped while starting run {run_id} ({exc}); "
+                "the server may be running",
+                hint=f"`fab status --host {host.name}` shows it; `fab wait --host {host.name}` "
+                "follows it",
+            ) from None
+        on_progress(f"the start's answer was lost with the connection; the node says pid {found}")
+        return int(found)
+    pid = next(
+        (int(v) for k, _, v in (ln.partition("=") for ln in out.split()) if k == "pid"), None
+    )
+    if pid is None:
+        raise StartError(f"{host.name}: the start script printed no pid: {out.strip()!r}")
+    return pid
+
+
+@dataclass(frozen=True)
+class StopReport:
+    run_id: str
+    state: str  # stopped | not-running | no-pid
+    killed: tuple[int, ...]  # pids that ignored TERM for the grace period
+    left: tuple[int, ...]  # pids still alive after KILL: should always be empty
+    members: tuple[int, ...] = ()  # the run's processes when the stop began
+
+
+def _pids(value: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in value.split(",") if p.isdigit())
+
+
+def stop_run(node: Node, run: RunMeta, *, grace_s: int = STOP_GRACE_S) -> StopReport:
+    """TERM the run's process group, KILL what is left after `grace_s`; report what happened."""
+    out = run_script(
+        node, "stop", run.rundir, str(grace_s), timeout_s=grace_s + 30, what="stop"
+    ).out
+    fields = dict(ln.partition("=")[::2] for ln in out.splitlines() if "=" in ln)
+    return StopReport(
+        run_id=run.run_id,
+        state=fields.get("state", "unknown"),
+        killed=_pids(fields.get("killed", "")),
+        left=_pids(fields.get("left", "")),
+        members=_pids(fields.get("members", "")),
+    )
+
+
+def tail_log(node: Node, run: RunMeta, lines: int) -> bytes:
+    return run_script(node, "logs", run.rundir, str(lines), what="read log").stdout
+
+
+def follow_argv(run: RunMeta, lines: int) -> list[str]:
+    """The last `lines` lines, then every new one, until the server exits (`--pid`)."""
+    argv = ["tail", "-n", str(lines), "-F", "-s", "0.5"]
+    if run.pid is not None:
+        argv.append(f"--pid={run.pid}")
+    return [*argv, run.log_path]

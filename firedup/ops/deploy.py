@@ -1,0 +1,257 @@
+"""The deploy pipeline: plan (pure), then apply on one node, then verify by waiting.
+
+`plan_deploy` computes everything that needs no node (run id, run directory, rendered script);
+`apply_deploy` syncs the deployment's patches, starts it and waits. The dry run prints the
+plan: not a separate code path.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+from firedup.config.inventory import Deployment, HostSpec, Placement
+from firedup.config.secrets import resolve_secrets
+from firedup.errors import DeployError, PreflightError, TransientConnectError
+from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
+from firedup.launch.runs import RunMeta, current_run, new_run_id, start_run
+from firedup.logscan import ScanState
+from firedup.node.base import Node
+from firedup.node.lock import node_lock
+from firedup.ops.history import (
+    Action,
+    Outcome,
+    append_history,
+    outcome_of,
+    prune_runs,
+    run_record,
+)
+from firedup.patching import sync_patches
+from firedup.preflight import Outcome as CheckOutcome
+from firedup.preflight import PreflightReport, preflight
+from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
+from firedup.readiness.watch import WaitStatus
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class DeployPlan:
+    host: HostSpec
+    deployment: Deployment
+    run_id: str
+    script: LaunchScript
+
+    @property
+    def rundir(self) -> str:
+        return posixpath.join(self.host.workdir, "runs", self.run_id)
+
+
+def plan_deploy(
+    host: HostSpec,
+    deployment: Deployment,
+    run_id: str | None = None,
+    placement: Placement | None = None,
+) -> DeployPlan:
+    run_id = run_id or new_run_id()
+    rundir = posixpath.join(host.workdir, "runs", run_id)
+    script = render_launch(host, deployment, run_id=run_id, rundir=rundir, placement=placement)
+    check_bash_syntax(script)
+    return DeployPlan(host=host, deployment=deployment, run_id=run_id, script=script)
+
+
+def wait_options(deployment: Deployment, timeout_s: float | None, tick_s: float) -> WaitOptions:
+    """CLI value > deployment value > default, for the wait's knobs."""
+    return WaitOptions(
+        timeout_s=timeout_s or deployment.ready_timeout_s,
+        tick_s=tick_s,
+        phase_budgets_s=deployment.phase_budgets_s,
+    )
+
+
+def start_plan(
+    node: Node,
+    plan: DeployPlan,
+    *,
+    restart: bool = False,
+    engine_version: str | None = None,
+    on_progress: Progress = _quiet,
+) -> RunMeta:
+    return start_run(
+        node,
+        plan.host,
+        plan.deployment,
+        plan.script,
+        plan.run_id,
+        restart=restart,
+        secrets=resolve_secrets(plan.deployment),
+        engine_version=engine_version,
+        on_progress=on_progress,
+    )
+
+
+def start_recorded(
+    node: Node,
+    plan: DeployPlan,
+    *,
+    restart: bool = False,
+    force_unlock: bool = False,
+    on_progress: Progress = _quiet,
+) -> RunMeta:
+    """`fab start`: launch under the node's lock, without preflight or wait; record it."""
+    with node_lock(
+        node, plan.host, "start", force=force_unlock, detail=plan.run_id, on_progress=on_progress
+    ):
+        run = start_plan(node, plan, restart=restart, on_progress=on_progress)
+        record(node, plan, run, Action.START, (Outcome.STARTED, ""), on_progress=on_progress)
+        return run
+
+
+def check_preflight(
+    node: Node, plan: DeployPlan, *, restart: bool, current: RunMeta | None
+) -> PreflightReport:
+    """Preflight for a deploy: raise PreflightError (nothing launched) when a check fails."""
+    report = preflight(node, plan.host, plan.deployment, current=current, restart=restart)
+    if not report.ok:
+        raise PreflightError(
+            f"{plan.host.name}: preflight failed; nothing was launched\n{report.text()}",
+            hint=f"fix the failed checks; `fab preflight --host {plan.host.name}` re-checks",
+        )
+    return report
+
+
+def record(
+    node: Node,
+    plan: DeployPlan,
+    run: RunMeta,
+    action: Action,
+    outcome: tuple[Outcome, str],
+    *,
+    scan: ScanState | None = None,
+    on_progress: Progress = _quiet,
+) -> None:
+    """Append to the node's history; a failure to record never hides the deploy's outcome."""
+    entry = run_record(
+        action,
+        outcome[0],
+        run,
+        reason=outcome[1],
+        scan=scan,
+        env=launch_env(plan.host, plan.deployment),
+        secret_keys=plan.deployment.secrets,
+        patches=plan.deployment.patches,
+        engine_version=run.engine_version or "",
+    )
+    try:
+        append_history(node, plan.host, entry)
+    except DeployError as exc:
+        on_progress(f"warning: could not append to the node's history: {exc}")
+
+
+@dataclass(frozen=True)
+class DeployOptions:
+    restart: bool = False
+    force_unlock: bool = False
+    action: Action = Action.DEPLOY
+
+
+def apply_deploy(
+    node: Node,
+    plan: DeployPlan,
+    options: WaitOptions,
+    hooks: WaitHooks = NO_HOOKS,
+    *,
+    how: DeployOptions = DeployOptions(),
+    on_progress: Progress = _quiet,
+    on_started: Callable[[RunMeta], None] = lambda _r: None,
+) -> WaitStatus:
+    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node."""
+    with node_lock(
+        node,
+        plan.host,
+        how.action.value,
+        force=how.force_unlock,
+        detail=plan.run_id,
+        on_progress=on_progress,
+    ) as lock:
+        report = prepare(node, plan, how, on_progress)
+        # A drop during preflight or patching reconnected silently and ended our lock holder:
+        # take it back (or learn who took the node) before anything is started.
+        if lock.refresh():
+            on_progress("the node's lock was lost with the connection; taken again")
+        run = start_plan(
+            node,
+            plan,
+            restart=how.restart,
+            engine_version=report.engine_version,
+            on_progress=on_progress,
+        )
+        on_started(run)
+        seen: list[WaitStatus] = []
+
+        def remember(status: WaitStatus) -> None:
+            seen[:] = [status]
+            hooks.on_status(status)
+
+        pending: list[bool] = []
+
+        def reconnected(message: str) -> None:
+            hooks.on_reconnect(message)
+            pending[:] = [True]  # the lock lives on the connection: re-take it once back
+
+        def guard() -> None:
+            hooks.guard()
+            if not pending:
+                return
+            try:
+                if lock.refresh():
+                    on_progress("the node's lock was lost with the connection; taken again")
+                pending.clear()
+            except TransientConnectError:
+                pass  # still away: the next look tries again
+
+        watched = replace(hooks, on_status=remember, on_reconnect=reconnected, guard=guard)
+        try:
+            status = wait_ready(node, run, options, watched)
+        except (DeployError, KeyboardInterrupt) as exc:
+            last = seen[0].scan if seen else None
+            record(node, plan, run, how.action, outcome_of(exc), scan=last, on_progress=on_progress)
+            raise
+        record(
+            node, plan, run, how.action, outcome_of(None), scan=status.scan, on_progress=on_progress
+        )
+        prune(node, plan.host, on_progress)
+        return status
+
+
+def prepare(
+    node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress
+) -> PreflightReport:
+    """preflight -> sync patches, under the caller's lock; raises when the launch would fail."""
+    current = current_run(node, plan.host)
+    report = check_preflight(node, plan, restart=how.restart, current=current)
+    for check in report.checks:
+        if check.outcome is not CheckOutcome.PASS:
+            on_progress(f"preflight {check.outcome.value}: {check.name}: {check.detail}")
+    on_progress(f"preflight passed ({len(report.checks)} checks)")
+    if plan.deployment.patches:
+        patched = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
+        for line in patched.lines():
+            on_progress(f"patch {line}")
+    return report
+
+
+def prune(node: Node, host: HostSpec, on_progress: Progress) -> None:
+    """Old runs past `keep_runs` go; the current and the last failed one always stay."""
+    try:
+        pruned = prune_runs(node, host, host.keep_runs)
+    except DeployError as exc:
+        on_progress(f"warning: could not prune old runs: {exc}")
+        return
+    if pruned.removed:
+        on_progress(f"pruned {len(pruned.removed)} old run(s): {', '.join(pruned.removed)}")

@@ -1,0 +1,111 @@
+"""The dry run: what a deploy would do, computed by the same steps and only reading the node.
+
+`fab deploy --dry-run` and `fab plan` print this: the preflight table, the patch plan with its
+diffs, the rendered launch script, and the actions a deploy would take on the node.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from firedup.config.secrets import MASK, mask
+from firedup.launch.runs import STOP_GRACE_S, RunMeta, current_run, is_alive
+from firedup.node.base import Node
+from firedup.ops.deploy import DeployPlan
+from firedup.patching import Mode, PatchReport, PatchStatus, sync_patches
+from firedup.patching.manifest import find_patches
+from firedup.preflight import PreflightReport, preflight
+
+
+@dataclass(frozen=True)
+class PlanReport:
+    plan: DeployPlan
+    current: RunMeta | None
+    current_alive: bool
+    preflight: PreflightReport
+    patches: PatchReport | None
+    diffs: tuple[tuple[str, str], ...]
+    actions: tuple[str, ...]
+
+
+def _diffs(plan: DeployPlan, patches: PatchReport | None) -> tuple[tuple[str, str], ...]:
+    if patches is None:
+        return ()
+    pending = [o.name for o in patches.outcomes if o.status is PatchStatus.WOULD_APPLY]
+    return tuple(
+        (p.name, (p.source.parent / p.manifest.diff).read_text(encoding="utf-8"))
+        for p in find_patches(pending)
+    )
+
+
+def _actions(
+    plan: DeployPlan, current: RunMeta | None, alive: bool, patches: PatchReport | None
+) -> tuple[str, ...]:
+    rundir, host = plan.rundir, plan.host
+    actions = []
+    if current is not None and alive:
+        actions.append(
+            f"stop run {current.run_id}: TERM process group {current.pid}, "
+            f"KILL what is left after {STOP_GRACE_S} s"
+        )
+    for outcome in patches.outcomes if patches else ():
+        if outcome.status is PatchStatus.WOULD_APPLY:
+            actions.append(
+                f"patch {', '.join(outcome.files)}: back up the originals under "
+                f"{host.workdir}/patches/backups, write atomically, purge their .pyc, record"
+            )
+    if plan.deployment.secrets:
+        names = ", ".join(f"{n}={MASK}" for n in sorted(plan.deployment.secrets))
+        actions.append(f"upload {posixpath.join(rundir, 'secrets.env')} (mode 0600): {names}")
+    digest = plan.script.sha256[:12]
+    actions += [
+        f"upload {posixpath.join(rundir, 'launch.sh')} (mode 0755, sha256 {digest})",
+        f"upload {posixpath.join(rundir, 'meta.json')}",
+        f"start: cd {rundir} && setsid nohup bash ./launch.sh > server.log 2>&1 < /dev/null &; "
+        f"record the pid; point {host.workdir}/current at runs/{plan.run_id}",
+        f"wait up to {plan.deployment.ready_timeout_s:.0f} s: follow server.log from byte 0; "
+        f"ready when the ready line, our LISTEN on :{plan.deployment.port} and /health 200 agree",
+    ]
+    return tuple(actions)
+
+
+def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanReport:
+    """Everything a deploy would do, from read-only looks at the node."""
+    current = current_run(node, plan.host)
+    alive = current is not None and is_alive(node, current)
+    patches = None
+    if plan.deployment.patches:
+        patches = sync_patches(node, plan.host, plan.deployment, mode=Mode.CHECK)
+    report = preflight(
+        node, plan.host, plan.deployment, current=current, restart=restart, patches=patches
+    )
+    return PlanReport(
+        plan=plan,
+        current=current,
+        current_alive=alive,
+        preflight=report,
+        patches=patches,
+        diffs=_diffs(plan, patches),
+        actions=_actions(plan, current, alive and restart, patches),
+    )
+
+
+def plan_text(report: PlanReport) -> str:
+    plan = report.plan
+    parts = [
+        f"plan for {plan.host.name}: deployment {plan.deployment.name} "
+        f"({plan.deployment.engine.value}), run {plan.run_id}",
+        "",
+        report.preflight.text(),
+        "",
+        "patches:",
+        *(f"  {line}" for line in (report.patches.lines() if report.patches else ["none listed"])),
+    ]
+    for name, diff in report.diffs:
+        parts += ["", f"--- diff of {name} ---", diff.rstrip("\n")]
+    parts += ["", f"--- launch.sh ({plan.rundir}/launch.sh) ---", plan.script.text.rstrip("\n")]
+    parts += ["", "actions on the node:", *(f"  {i}. {a}" for i, a in enumerate(report.actions, 1))]
+    if not report.preflight.ok:
+        parts += ["", "deploy would stop at preflight: the failed checks above come first"]
+    return mask("\n".join(parts))

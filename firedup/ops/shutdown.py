@@ -1,0 +1,92 @@
+"""Stopping a run, and proving it stopped: no process of the run left, its GPU memory free.
+
+The stop itself is by process group then by pid (firedup/node/sh/stop.sh), never by name; the
+proof looks at the run's session on the node and at nvidia-smi's compute apps.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from firedup.config.deployment import Deployment
+from firedup.config.inventory import HostSpec
+from firedup.errors import DeployError, StartError
+from firedup.launch.gpus import gpu_apps
+from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
+from firedup.node.base import Node
+from firedup.node.lock import node_lock
+from firedup.ops.history import Action, Outcome, append_history, run_record
+
+GPU_RELEASE_S = 15.0  # the driver frees memory a moment after the process is reaped
+
+
+@dataclass(frozen=True)
+class StopOutcome:
+    host: str
+    run: RunMeta | None
+    report: StopReport | None
+    still_on_gpu: tuple[int, ...] = ()  # pids of the run nvidia-smi still lists
+    gpu_checked: bool = False
+
+    def text(self) -> str:
+        if self.run is None or self.report is None:
+            return f"{self.host}: nothing was started here"
+        extra = ""
+        if self.report.killed:
+            extra += f"; KILLed {len(self.report.killed)} that ignored TERM"
+        if self.gpu_checked:
+            extra += "; GPU memory released"
+        return f"{self.host}: run {self.run.run_id} {self.report.state}{extra}"
+
+
+def _still_on_gpu(
+    node: Node, host: HostSpec, deployment: Deployment, pids: tuple[int, ...]
+) -> tuple[tuple[int, ...], bool]:
+    deadline = time.monotonic() + GPU_RELEASE_S
+    while True:
+        apps = gpu_apps(node, host, deployment)
+        if apps is None:
+            return (), False
+        held = tuple(sorted({a.pid for a in apps} & set(pids)))
+        if not held or time.monotonic() > deadline:
+            return held, True
+        time.sleep(0.5)
+
+
+def stop_host(
+    node: Node,
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    grace_s: int = STOP_GRACE_S,
+    force_unlock: bool = False,
+    on_progress: Callable[[str], None] = lambda _m: None,
+) -> StopOutcome:
+    """Stop the current run under the node's lock, confirm, and record it in the history."""
+    with node_lock(node, host, "stop", force=force_unlock, on_progress=on_progress):
+        run = current_run(node, host)
+        if run is None:
+            return StopOutcome(host.name, None, None)
+        on_progress(f"stopping run {run.run_id} (pid {run.pid})")
+        report = stop_run(node, run, grace_s=grace_s)
+        if report.left:
+            raise StartError(
+                f"{host.name}: processes {report.left} of run {run.run_id} survived KILL"
+            )
+        held, checked = _still_on_gpu(node, host, deployment, report.members)
+        if held:
+            raise StartError(
+                f"{host.name}: run {run.run_id} stopped, but nvidia-smi still "
+                f"lists its pids {held} holding GPU memory"
+            )
+        if report.state == "stopped":
+            entry = run_record(
+                Action.STOP, Outcome.STOPPED, run, engine_version=run.engine_version or ""
+            )
+            try:
+                append_history(node, host, entry)
+            except DeployError as exc:
+                on_progress(f"warning: could not append to the node's history: {exc}")
+        return StopOutcome(host.name, run, report, held, checked)

@@ -1,0 +1,124 @@
+"""What runs where: the state of a host's current run, read from the node."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from firedup.config.deployment import Deployment
+from firedup.config.inventory import HostSpec
+from firedup.launch.gpus import GpuMemory, gpu_memory
+from firedup.launch.runs import RunMeta, current_run, tail_log
+from firedup.logscan import LogScanner, ScanState, Verdict
+from firedup.node.base import Node
+from firedup.node.lock import LockInfo, lock_status
+from firedup.node.probe import Probe, probe_run
+from firedup.ops.decode import DecodeStats, decode_stats
+from firedup.ops.history import Action, read_history
+from firedup.patching.record import parse_record, record_path
+from firedup.readiness.watch import Signals, health_url, signals_from
+
+MAX_STATUS_LOG_BYTES = 64 * 1024 * 1024
+DECODE_TAIL_LINES = 400
+
+
+class RunState(StrEnum):
+    NEVER = "never-deployed"
+    STARTING = "starting"
+    READY = "ready"
+    FAILED = "failed"
+    EXITED = "exited"  # the process is gone without a fatal line in the log (stopped, killed)
+
+
+@dataclass(frozen=True)
+class LastDeploy:
+    run_id: str
+    action: str
+    outcome: str
+    reason: str
+    at: str
+
+
+@dataclass(frozen=True)
+class HostStatus:
+    host: str
+    state: RunState
+    run: RunMeta | None = None
+    signals: Signals | None = None
+    scan: ScanState | None = None
+    uptime_s: float | None = None
+    gpus: tuple[GpuMemory, ...] | None = None
+    patches: tuple[str, ...] = ()
+    last_deploy: LastDeploy | None = None
+    decode: DecodeStats | None = None
+    lock: LockInfo | None = None
+
+
+def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
+    """Probe the run and classify its whole log (read in chunks, each byte once)."""
+    scanner = LogScanner(engine=run.engine)
+    offset = 0
+    first: Probe | None = None
+    url = health_url(run)
+    while True:
+        probe = probe_run(node, run.rundir, run.port, offset, health_url="" if first else url)
+        first = first or probe
+        scanner.feed(probe.log_chunk)
+        offset += len(probe.log_chunk)
+        if not probe.log_chunk or offset >= (probe.log_size or 0) or offset > MAX_STATUS_LOG_BYTES:
+            break
+    if not first.alive:
+        scanner.finish()
+    return first, scanner.state
+
+
+def state_of(probe: Probe, scan: ScanState) -> RunState:
+    if scan.verdict is Verdict.FAILED:
+        return RunState.FAILED
+    if not probe.alive:
+        return RunState.EXITED
+    if scan.verdict is Verdict.READY and probe.listening_ours and probe.health == 200:
+        return RunState.READY
+    return RunState.STARTING
+
+
+def applied_patches(node: Node, host: HostSpec) -> tuple[str, ...]:
+    """The patches the node's record says are applied (empty when none ever were)."""
+    path = record_path(host)
+    raw = node.run(["cat", "--", path], check=False).stdout
+    if not raw:
+        return ()
+    return tuple(sorted(parse_record(raw, path, host.name).patches))
+
+
+def last_deploy(node: Node, host: HostSpec) -> LastDeploy | None:
+    starts = {Action.DEPLOY, Action.RESTART, Action.START}
+    records = [r for r in read_history(node, host, limit=50) if r.action in starts]
+    if not records:
+        return None
+    r = records[-1]
+    at = r.at.isoformat(timespec="seconds")
+    return LastDeploy(r.run_id or "", r.action.value, r.outcome.value, r.reason, at)
+
+
+def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None) -> HostStatus:
+    """Everything `fab status` shows for one host; GPUs only when the deployment is given."""
+    run = current_run(node, host)
+    lock = lock_status(node, host)
+    if run is None:
+        return HostStatus(host=host.name, state=RunState.NEVER, lock=lock)
+    probe, scan = scan_log(node, run)
+    tail = tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace")
+    return HostStatus(
+        host=host.name,
+        state=state_of(probe, scan),
+        run=run,
+        signals=signals_from(probe, scan),
+        scan=scan,
+        uptime_s=probe.node_time - run.started_at if probe.alive else None,
+        gpus=gpu_memory(node, host, deployment) if deployment else None,
+        patches=applied_patches(node, host),
+        last_deploy=last_deploy(node, host),
+        decode=decode_stats(tail) if probe.alive else None,
+        lock=lock,
+    )

@@ -1,0 +1,223 @@
+"""Waiting for a run to be truly ready, without being fooled and without waiting on the dead.
+
+The log streams over one long-lived channel from the launch offset (`tail -F --pid`), so its
+bytes cross the wire once and a fatal line or the server's exit is seen within a fraction of
+a second. Process, socket and health are looked at on log events (a phase change, the ready
+line) and on a slower tick. Ready means every signal agrees: the process group is alive, the
+ready line is in this run's log, the port is in LISTEN by a process of our session, and the
+health endpoint answers 200 when asked from the node itself.
+
+"Not yet" is a value; "dead" is raised and never retried; a dropped connection is retried with
+backoff and resumes at the same offset (a reconnect never relaunches). Sleep and clock are
+injected so tests can drive the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from firedup.errors import (
+    ForeignListenerError,
+    PreflightError,
+    ServerCrashedError,
+)
+from firedup.launch.runs import RunMeta
+from firedup.logscan import EventKind, LogScanner, Phase, Reason, ScanState, Verdict
+from firedup.node.base import Node
+from firedup.node.probe import Probe, probe_run
+from firedup.readiness.budgets import StallTracker, StallWarning, budgets_for
+
+TAIL_LINES = 15
+FAIL_GRACE_S = 3.0  # after a fatal line, how long to let the dying server finish its traceback
+STALL_AFTER_S = 60.0
+TAIL_SLEEP_S = "0.2"  # how often `tail --pid` checks that the server is still alive
+LOOK_LOG_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Signals:
+    """Each readiness signal on its own, so status and progress can show which one is missing."""
+
+    alive: bool
+    log_ready: bool
+    listening: bool
+    health: int | None = None
+    foreign_listeners: tuple[str, ...] = ()
+
+    @property
+    def ready(self) -> bool:
+        return self.alive and self.log_ready and self.listening and self.health == 200
+
+
+@dataclass(frozen=True)
+class WaitStatus:
+    run: RunMeta
+    signals: Signals
+    scan: ScanState
+    log_offset: int
+    elapsed_s: float
+    silent_s: float = 0.0
+    in_phase_s: float = 0.0
+    warning: StallWarning | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.signals.ready
+
+    @property
+    def phase(self) -> Phase:
+        """The log's phase, moved to http_up when our port is already seen open: the socket
+        can be a few lines ahead of the streamed log, and an open port is never "ready"."""
+        if self.signals.listening and self.scan.phase.order < Phase.HTTP_UP.order:
+            return Phase.HTTP_UP
+        return self.scan.phase
+
+
+def signals_from(probe: Probe, scan: ScanState) -> Signals:
+    return Signals(
+        alive=probe.alive,
+        log_ready=scan.verdict is Verdict.READY,
+        listening=probe.listening_ours,
+        health=probe.health,
+        foreign_listeners=tuple(
+            f"{lst.local} pid={','.join(map(str, sorted(lst.pids))) or '?'}"
+            for lst in probe.foreign_listeners
+        ),
+    )
+
+
+def health_url(run: RunMeta) -> str:
+    """The health endpoint as seen from the node itself."""
+    host = run.bind if run.bind not in {"0.0.0.0", "::", ""} else "127.0.0.1"
+    host = f"[{host}]" if ":" in host else host
+    return f"http://{host}:{run.port}/health"
+
+
+def tail_argv(run: RunMeta, offset: int) -> list[str]:
+    """Follow the log from `offset`; `--pid` ends the stream soon after the server dies."""
+    argv = ["tail", "-c", f"+{offset + 1}", "-F", "-s", TAIL_SLEEP_S]
+    if run.pid is not None:
+        argv.append(f"--pid={run.pid}")
+    return [*argv, run.log_path]
+
+
+def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) -> Exception:
+    where = f"log: {run.log_path}"
+    if scan.reason is Reason.PORT_IN_USE and probe.foreign_listeners:
+        holders = ", ".join(
+            f"{lst.local} (pid {','.join(map(str, sorted(lst.pids))) or 'hidden'})"
+            for lst in probe.foreign_listeners
+        )
+        return ForeignListenerError(
+            f"{run.host}: port {run.port} is held by another process, not by our server: "
+            f"{holders}; our run {run.run_id} failed to bind\n  {where}",
+            hint="stop that process or choose another port for the deployment",
+        )
+    state = "" if not probe.alive else " (its process is still alive: `fab stop` it)"
+    if scan.verdict is Verdict.FAILED and scan.reason is not None:
+        excerpt = "\n".join(f"    {line}" for line in scan.excerpt)
+        return ServerCrashedError(
+            f"{run.host}: server failed in phase {scan.phase.value}: {scan.reason.value}{state}\n"
+            f"{excerpt}\n  {where}",
+            hint=scan.hint,
+        )
+    last = "\n".join(f"    {line}" for line in tail[-TAIL_LINES:]) or "    (log is empty)"
+    return ServerCrashedError(
+        f"{run.host}: server exited without a known error in phase {scan.phase.value}; "
+        f"last lines:\n{last}\n  {where}"
+    )
+
+
+class RunWatcher:
+    """Holds what is known about one run: the log offset, the classifier, the stall clock."""
+
+    def __init__(
+        self,
+        node: Node,
+        run: RunMeta,
+        clock: Callable[[], float],
+        phase_budgets_s: Mapping[str, float] | None = None,
+        stall_after_s: float = STALL_AFTER_S,
+    ) -> None:
+        self.node = node
+        self.run = run
+        self.clock = clock
+        self.started = clock()
+        self.offset = 0
+        self.scanner = LogScanner(engine=run.engine)
+        self.tail: list[str] = []
+        budgets = budgets_for(run.engine, phase_budgets_s or {})
+        self.stalls = StallTracker(budgets, stall_after_s, self.started)
+        self.seen_offset = 0
+        self.failing_since: float | None = None
+        self.saw_listening = False
+
+    @property
+    def scan(self) -> ScanState:
+        return self.scanner.state
+
+    @property
+    def failed_for_sure(self) -> bool:
+        """The log names the cause (oom, nccl, ...): no need to wait for the process to exit.
+        A bare "Scheduler hit an exception" or sigquit line waits for the traceback's end."""
+        reason = self.scan.reason
+        return self.scan.verdict is Verdict.FAILED and reason is not None and reason.rank >= 3
+
+    def feed(self, chunk: bytes) -> bool:
+        """Feed log bytes; True when they changed the phase or brought the ready line."""
+        self.offset += len(chunk)
+        events = self.scanner.feed(chunk)
+        lines = chunk.decode("utf-8", "replace").replace("\r", "\n").splitlines()
+        self.tail = [*self.tail, *(ln for ln in lines if ln.strip())][-TAIL_LINES:]
+        if self.scan.verdict is Verdict.FAILED and self.failing_since is None:
+            self.failing_since = self.clock()
+        return any(e.kind in {EventKind.PHASE, EventKind.READY} for e in events)
+
+    def fail(self, probe: Probe | None = None) -> Exception:
+        """The error for a dead or failed run, after reading the end a dying server wrote."""
+        while probe is None or probe.log_chunk:
+            if probe is not None:
+                self.feed(probe.log_chunk)
+                if probe.log_size is not None and self.offset >= probe.log_size:
+                    break
+            probe = probe_run(self.node, self.run.rundir, self.run.port, self.offset)
+        self.scanner.finish()
+        return crash_error(self.run, self.scan, self.tail, probe)
+
+    def look(self, timeout_s: float = 30.0) -> WaitStatus:
+        """Probe process, socket and health; raise when the run is dead or has failed."""
+        wants_health = self.saw_listening or self.scan.phase.order >= Phase.HTTP_UP.order
+        # The probe also brings the log past our offset: unused while the server lives (the
+        # stream delivers those bytes), it saves a round trip when the server has just died.
+        probe = probe_run(
+            self.node,
+            self.run.rundir,
+            self.run.port,
+            self.offset,
+            max_bytes=LOOK_LOG_BYTES,
+            health_url=health_url(self.run) if wants_health else "",
+            timeout_s=timeout_s,
+        )
+        if not probe.alive or self.scan.verdict is Verdict.FAILED:
+            raise self.fail(probe)
+        if not probe.ss_available:
+            raise PreflightError(
+                f"{self.run.host}: `ss` is not on the node, so firedup cannot tell whether our "
+                f"server listens on port {self.run.port}; the server is still running",
+                hint="install iproute2 on the node, then `fab wait` re-attaches",
+            )
+        self.saw_listening = self.saw_listening or probe.listening_ours
+        now = self.clock()
+        grew, self.seen_offset = self.offset > self.seen_offset, self.offset
+        warning = self.stalls.observe(self.scan.phase, grew, now)
+        return WaitStatus(
+            run=self.run,
+            signals=signals_from(probe, self.scan),
+            scan=self.scan,
+            log_offset=self.offset,
+            elapsed_s=now - self.started,
+            silent_s=self.stalls.silent_s(now),
+            in_phase_s=now - self.stalls.phase_since,
+            warning=warning,
+        )
