@@ -30,7 +30,7 @@ from firedup.ops.deploy import (
 )
 from firedup.ops.history import outcome_of
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
-from firedup.readiness.watch import RunWatcher, WaitStatus, tail_argv
+from firedup.readiness.watch import RunWatcher, WaitStatus
 
 
 @dataclass(frozen=True)
@@ -54,12 +54,9 @@ class RankWatch:
 
     def _follow(self, watcher: RunWatcher) -> None:
         watcher.look()  # raises when the rank is already dead
-        stream = self.rank.node.stream(tail_argv(self.run, watcher.offset), timeout_s=1.0)
-        for chunk in stream:
+        for _urgent in watcher.updates(1.0):
             if self.stop.is_set():
                 return
-            if chunk:
-                watcher.feed(chunk)
             if watcher.failed_for_sure:
                 raise watcher.fail()
 

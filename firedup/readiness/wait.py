@@ -1,4 +1,4 @@
-"""The wait loop: follow a run's log over one channel, look on events and ticks, decide.
+"""The wait loop: follow a run's log (read on the node), look on events and ticks, decide.
 
 "Not yet" is a value; "dead" is raised and never retried; a dropped connection is retried with
 backoff (tenacity) and resumes at the same offset, never relaunching. Sleep and clock are
@@ -18,13 +18,13 @@ from firedup.errors import NotReadyError, TransientConnectError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import Phase
 from firedup.node.base import Node
+from firedup.readiness.rawlog import RawFollower
 from firedup.readiness.watch import (
     FAIL_GRACE_S,
     STALL_AFTER_S,
     RunWatcher,
     Signals,
     WaitStatus,
-    tail_argv,
 )
 
 LOADING_LOOK_S = 10.0  # between looks while loading; phase changes still look at once
@@ -38,7 +38,6 @@ class Waiter:
     deadline: float
     tick_s: float
     on_status: Callable[[WaitStatus], None]
-    on_log: Callable[[bytes], None]
     guard: Callable[[], None]
     timeout_s: float = 1800.0
     last: WaitStatus | None = None
@@ -86,15 +85,8 @@ class Waiter:
         if status.ready:
             return status
         last_look = self.watcher.clock()
-        stream = self.watcher.node.stream(
-            tail_argv(self.watcher.run, self.watcher.offset), timeout_s=self.tick_s
-        )
-        for chunk in stream:
+        for urgent in self.watcher.updates(self.tick_s):
             self.guard()
-            urgent = False
-            if chunk:
-                self.on_log(chunk)
-                urgent = self.watcher.feed(chunk)
             now = self.watcher.clock()
             failing = self.watcher.failing_since
             if self.watcher.failed_for_sure or (
@@ -137,7 +129,11 @@ def _ignore(_value: object) -> None:
 
 @dataclass(frozen=True)
 class WaitHooks:
-    """How a wait reports: each status, each log chunk (for --follow), each reconnect."""
+    """How a wait reports: each status, each log chunk (for --follow), each reconnect.
+
+    Giving `on_log` asks for the raw log: it then streams on a channel of its own and is
+    delivered from a thread of its own (firedup.readiness.rawlog); without it, the log stays
+    on the node and only the reader's states cross the link."""
 
     on_status: Callable[[WaitStatus], None] = _ignore
     on_log: Callable[[bytes], None] = _ignore
@@ -166,7 +162,6 @@ def wait_ready(
         clock() + options.timeout_s,
         options.tick_s,
         hooks.on_status,
-        hooks.on_log,
         hooks.guard,
         options.timeout_s,
     )
@@ -187,6 +182,21 @@ def wait_ready(
         before_sleep=report,
         reraise=True,
     )
+    follower = RawFollower(node, run, hooks.on_log).start() if hooks.on_log is not _ignore else None
+    try:
+        return _until_ready(retrying, waiter, run, options, sleep)
+    finally:
+        if follower is not None:
+            follower.stop()
+
+
+def _until_ready(
+    retrying: Retrying,
+    waiter: Waiter,
+    run: RunMeta,
+    options: WaitOptions,
+    sleep: Callable[[float], None],
+) -> WaitStatus:
     while True:
         try:
             status = retrying(waiter.follow)

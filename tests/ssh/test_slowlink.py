@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from firedup.deploy import plan_deploy, start_plan
+from firedup.config.inventory import parse_inventory
 from firedup.errors import ServerCrashedError
-from firedup.inventory import parse_inventory
-from firedup.runs import stop_run
-from firedup.transport import SshNode
-from firedup.wait import WaitOptions, wait_ready
+from firedup.launch.runs import stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.readiness.wait import WaitOptions, wait_ready
 from tests.conftest import REPO, Sshd, sim_deployment, ssh_host
 from tests.slowlink import SlowLink
 
@@ -69,7 +69,6 @@ def _node(sshd: Sshd, link: SlowLink, tmp_path: Path, **env: str) -> tuple[SshNo
     return SshNode(spec), plan_deploy(spec, inv.deployment_for(spec))
 
 
-@pytest.mark.xfail(strict=True, reason="the wait reads the whole log over the link (issue 17)")
 @pytest.mark.parametrize("case", ["ready", "crash"])
 def test_a_noisy_wait_over_150_kbps(sshd: Sshd, link: SlowLink, tmp_path: Path, case: str) -> None:
     env = {"FIREDUP_SIM_FAULT": "oom_load"} if case == "crash" else {}

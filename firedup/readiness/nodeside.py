@@ -1,0 +1,138 @@
+"""The log reader that runs on the node, next to the log: what the wait needs, not the log.
+
+Shipped with the wait's command (firedup.readiness.shipping) and run by the node's own
+python3: stdlib and firedup.logscan only, Python 3.8 syntax (GPU images carry old pythons).
+It follows the run's log from an offset the way `tail -F --pid` would, feeds firedup's
+classifier, and writes frames to stdout: a state (the classifier's snapshot, the offset, a
+flag when a phase changed or ready was seen) whenever something changed, at most once a
+second while only bytes grow, and a heartbeat when nothing happens. When the server's pid is
+gone it reads to the end of the log (at disk speed: the link never carries it), sends the
+final state with the last lines, and exits. A death is therefore told from what the node
+already read, and only bounded text ever crosses the link.
+
+Frame: `S <length>\\n<json>`; the stream starts with `FIREDUP-READER <nonce>\\n` so output a
+login shell printed before it is skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from collections import deque
+from typing import BinaryIO
+
+from firedup.engine import Engine
+from firedup.logscan import EventKind, LogScanner, Verdict
+
+READ_BYTES = 1024 * 1024  # per read: a phase change inside a large burst is still sent soon
+POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
+PROGRESS_EVERY_S = 1.0  # at most one "the log grew" state a second
+HEARTBEAT_S = 5.0  # a state even when nothing changed: the operator knows the reader lives
+TAIL_LINES = 15
+LINE_CHARS = 400
+URGENT = (EventKind.PHASE, EventKind.READY, EventKind.FATAL)
+
+
+def alive(pid: int | None) -> bool:
+    """The server's main process exists (no pid: read what is there, then stop)."""
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Reader:
+    """Follows one log file by name from `offset`, like `tail -c +N -F`."""
+
+    def __init__(self, path: str, offset: int) -> None:
+        self.path = path
+        self.offset = offset
+        self.fh: BinaryIO | None = None
+
+    def read(self) -> bytes:
+        if self.fh is None:
+            try:
+                self.fh = open(self.path, "rb")  # noqa: SIM115 - held open across reads
+            except OSError:
+                return b""
+            self.fh.seek(self.offset)
+        data = self.fh.read(READ_BYTES)
+        self.offset += len(data)
+        return data
+
+
+class Session:
+    """The classifier plus what the operator was last sent."""
+
+    def __init__(self, engine: str, offset: int, nonce: str) -> None:
+        self.scanner = LogScanner(engine=Engine(engine) if engine else None)
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.offset = offset
+        self.urgent = False
+        self.sent_key: object = None
+        self.sent_at = 0.0
+        self.sent_offset = -1
+        out = sys.stdout.buffer
+        out.write(b"\nFIREDUP-READER " + nonce.encode() + b"\n")
+        out.flush()
+
+    def feed(self, data: bytes) -> None:
+        self.offset += len(data)
+        events = self.scanner.feed(data)
+        self.urgent = self.urgent or any(e.kind in URGENT for e in events)
+        text = data.decode("utf-8", "replace").replace("\r", "\n")
+        self.tail.extend(ln[:LINE_CHARS] for ln in text.split("\n") if ln.strip())
+
+    def maybe_send(self, now: float, final: bool = False) -> None:
+        state = self.scanner.state
+        key = (state.verdict, state.phase, state.reason, state.progress, state.engine)
+        changed = key != self.sent_key or self.urgent
+        grew = self.offset != self.sent_offset and now - self.sent_at >= PROGRESS_EVERY_S
+        if not (final or changed or grew or now - self.sent_at >= HEARTBEAT_S):
+            return
+        frame = {"offset": self.offset, "scan": state.to_json(), "urgent": self.urgent}
+        if final or state.verdict is Verdict.FAILED:
+            frame["tail"] = list(self.tail)
+        if final:
+            frame["exited"] = True
+        body = json.dumps(frame, separators=(",", ":")).encode()
+        out = sys.stdout.buffer
+        out.write(b"S %d\n" % len(body) + body)
+        out.flush()
+        self.sent_key, self.sent_at, self.sent_offset = key, now, self.offset
+        self.urgent = False
+
+
+def follow(path: str, offset: int, pid: int | None, engine: str, nonce: str) -> None:
+    """Until the server's pid is gone and the log is read to its end."""
+    session = Session(engine, offset, nonce)
+    reader = Reader(path, offset)
+    while True:
+        running = alive(pid)  # before the read: what the server wrote before dying is read
+        data = reader.read()
+        if data:
+            session.feed(data)
+        elif not running:
+            session.scanner.finish()
+            session.maybe_send(time.monotonic(), final=True)
+            return
+        session.maybe_send(time.monotonic())
+        if not data:
+            time.sleep(POLL_S)
+
+
+def main(argv: list[str]) -> int:
+    """argv: LOG OFFSET PID ENGINE NONCE (PID and ENGINE may be empty)."""
+    path, offset, pid, engine, nonce = argv
+    # BrokenPipeError: the operator closed the channel, nothing is left to tell.
+    with contextlib.suppress(BrokenPipeError):
+        follow(path, int(offset), int(pid) if pid else None, engine, nonce)
+    return 0
