@@ -58,7 +58,11 @@ def _ready_message(key: str, status: WaitStatus) -> str:
 
 
 def _hooks(view: HostView) -> WaitHooks:
-    return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
+    # The raw log crosses the link only when asked for (--follow): the wait itself reads it
+    # on the node.
+    if view.board.follow:
+        return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
+    return WaitHooks(on_status=view.status, on_reconnect=view.message)
 
 
 def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
