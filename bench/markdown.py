@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import slowlink
 from bench.report import fmt, median, ratio, table
 
 
@@ -251,6 +252,7 @@ framing and window updates included), from the launch to the report. "payload to
 what its Node calls returned (streamed log plus probe output). The loop and wait_for move
 almost nothing over the wire; they pay on the node instead, re-reading the whole log at each
 poll (node CPU column).""",
+    "slowlink": "## Waits over slow links\n\n" + (slowlink.__doc__ or ""),
     "e2e": """## End-to-end deploy against an instantly-ready node, and SSH connections
 
 tiny-llama at FIREDUP_SIM_SPEED=1000: all that is left is process start-up. Each deploy is the
@@ -287,6 +289,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         "latency": lambda r: _latency(r["latency"]["summary"]),
         "steady": lambda r: _steady(r["steady"]["samples"], r["steady"]["per_command"]),
         "biglog": lambda r: _biglog(r["biglog"]),
+        "slowlink": lambda r: slowlink.render_slowlink(r["slowlink"]),
         "e2e": lambda r: _e2e(r["e2e"]),
         "fleet": lambda r: _fleet(r["fleet"]),
         "redeploy": lambda r: _redeploy(r["redeploy"]),

@@ -20,6 +20,7 @@ from firedup.config.inventory import Inventory, load_inventory
 from firedup.config.secrets import mask
 from firedup.errors import DeployError, UsageError
 from firedup.node.base import Node
+from firedup.node.gate import CONNECTING, DEFAULT_CONNECTING
 from firedup.node.ssh import open_node
 
 T = TypeVar("T")
@@ -70,6 +71,20 @@ def reporting() -> Iterator[None]:
         raise Exit(mask(f"firedup: {exc}"), code=exc.exit_code) from None
     except KeyboardInterrupt:
         raise Exit("firedup: interrupted", code=130) from None
+
+
+MAX_PARALLEL_HELP = (
+    "hosts in their SSH handshake at once (default 8, or firedup.max_parallel in fabric.yaml; "
+    "a bastion's sshd drops connections past its MaxStartups, 10 by default)"
+)
+
+
+def limit_connecting(c: Context, flag: int = 0) -> None:
+    """How many hosts connect at once: --max-parallel > config max_parallel > default."""
+    size = int(flag or _config(c, "max_parallel") or DEFAULT_CONNECTING)
+    if size < 1:
+        raise UsageError(f"--max-parallel must be at least 1, not {size}")
+    CONNECTING.resize(size)
 
 
 def say(message: str) -> None:

@@ -30,9 +30,11 @@ from firedup.readiness.wait import WaitHooks
 from firedup.readiness.watch import WaitStatus
 from tasks.common import (
     INVENTORY_HELP,
+    MAX_PARALLEL_HELP,
     connect,
     connected,
     get_inventory,
+    limit_connecting,
     per_host,
     reporting,
     require_host,
@@ -141,7 +143,10 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
     return units
 
 
-def _run_fleet(c: Context, inv: Inventory, selector: str, follow: bool, work: Work) -> None:
+def _run_fleet(
+    c: Context, inv: Inventory, selector: str, follow: bool, work: Work, max_parallel: int = 0
+) -> None:
+    limit_connecting(c, max_parallel)
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
     board = Board(list(units), follow=follow)
     started: dict[str, RunMeta] = {}
@@ -212,6 +217,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         "follow": FOLLOW_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
         "force-unlock": UNLOCK_HELP,
+        "max-parallel": MAX_PARALLEL_HELP,
     }
 )
 def deploy(
@@ -224,6 +230,7 @@ def deploy(
     follow: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
+    max_parallel: int = 0,
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
@@ -232,9 +239,8 @@ def deploy(
             show_plan(c, selector, inventory, restart)
             return
         how = DeployOptions(restart=restart, force_unlock=force_unlock)
-        _run_fleet(
-            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
-        )
+        work = _deploy_one(how, timeout, poll)
+        _run_fleet(c, get_inventory(c, inventory), selector, follow, work, max_parallel)
 
 
 @task(
@@ -260,9 +266,8 @@ def restart(
     with reporting():
         selector = require_host("restart", host)
         how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
-        _run_fleet(
-            c, get_inventory(c, inventory), selector, follow, _deploy_one(how, timeout, poll)
-        )
+        work = _deploy_one(how, timeout, poll)
+        _run_fleet(c, get_inventory(c, inventory), selector, follow, work)
 
 
 @task(help={"host": HOSTS_HELP, "inventory": INVENTORY_HELP})

@@ -31,6 +31,7 @@ from firedup.errors import (
     TransientConnectError,
 )
 from firedup.node.base import require_ok
+from firedup.node.gate import CONNECTING
 from firedup.node.local import LocalNode
 
 # Paramiko logs its own tracebacks for refused connections; we report them ourselves.
@@ -57,7 +58,8 @@ class _KeepaliveConnection(Connection):
     def open(self) -> Any:
         if self.is_connected:
             return None  # Fabric's own short-circuit: nothing new was opened
-        result = super().open()
+        with CONNECTING.slot():  # a fleet connects a few hosts at a time (firedup.node.gate)
+            result = super().open()
         self.opens += 1
         transport = self.client.get_transport()
         if transport is not None:

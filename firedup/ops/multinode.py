@@ -54,7 +54,7 @@ class RankWatch:
 
     def _follow(self, watcher: RunWatcher) -> None:
         watcher.look()  # raises when the rank is already dead
-        for _urgent in watcher.updates(1.0):
+        for _update in watcher.updates(1.0, looks=False):
             if self.stop.is_set():
                 return
             if watcher.failed_for_sure:

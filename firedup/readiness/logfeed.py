@@ -28,9 +28,11 @@ from firedup.logscan import (
     Verdict,
 )
 from firedup.node.base import Node
+from firedup.node.probe import Probe, ProbeParseError, parse_probe
 from firedup.readiness.shipping import FrameParser, new_nonce, reader_argv
 
 TAIL_LINES = 15
+Update = tuple[bool, Probe | None]
 TAIL_SLEEP_S = "0.2"  # how often `tail --pid` checks that the server is still alive
 
 
@@ -62,6 +64,16 @@ def scan_from_json(data: dict[str, Any]) -> ScanState:
     )
 
 
+def _probe(text: str | None) -> Probe | None:
+    """The look the node took, if it sent one that parses (a timed-out look sends nothing)."""
+    if not text:
+        return None
+    try:
+        return parse_probe(text.encode("ascii", "replace"))
+    except ProbeParseError:
+        return None
+
+
 def tail_argv(run: RunMeta, offset: int) -> list[str]:
     """Follow the log from `offset`; `--pid` ends the stream soon after the server dies."""
     argv = ["tail", "-c", f"+{offset + 1}", "-F", "-s", TAIL_SLEEP_S]
@@ -83,32 +95,40 @@ class LogFeed:
         self.raw_offset = 0  # bytes of the log that crossed the link (raw mode)
         self.tail: list[str] = []
         self.final = False  # the node reader read the log to its end after the server exited
+        self.heard = False  # bytes came from the node since the caller last looked (and reset)
 
-    def updates(self, node: Node, tick_s: float) -> Iterator[bool]:
-        """Follow the log; yield after each piece and each quiet tick, True when a phase
-        changed or ready was seen (worth a look now). Ends when the server's pid is gone."""
+    def updates(self, node: Node, tick_s: float, look: dict[str, Any] | None) -> Iterator[Update]:
+        """Follow the log; yield after each piece and each quiet tick: whether a phase changed
+        or ready was seen (worth a look now), and the look the node took, if it sent one.
+        Ends when the server's pid is gone. `look`: the node's looks (see nodeside.Looker)."""
         if not self.node_side:
             for chunk in node.stream(tail_argv(self.run, self.raw_offset), timeout_s=tick_s):
-                yield self.feed(chunk) if chunk else False
+                yield (self.feed(chunk) if chunk else False), None
             return
         nonce = new_nonce()
         parser = FrameParser(nonce)
         # The reader always starts at the top: its classifier must see the whole story (a
         # reconnect re-reads at disk speed on the node; the link carries only states).
-        argv = reader_argv(
-            self.run.log_path,
-            0,
-            self.run.pid,
-            self.run.engine.value,
-            nonce,
-            tail_argv(self.run, self.raw_offset),
-        )
+        options = {
+            "log": self.run.log_path,
+            "offset": 0,
+            "pid": self.run.pid,
+            "engine": self.run.engine.value,
+            "look": look,
+        }
+        argv = reader_argv(options, nonce, tail_argv(self.run, self.raw_offset))
         for chunk in node.stream(argv, timeout_s=tick_s):
+            self.heard = self.heard or bool(chunk)
             states, raw = parser.feed(chunk)
             if parser.mode == "raw":
                 self.node_side = False
-            urgent = any([self.apply(state) for state in states])
-            yield (self.feed(raw) if raw else False) or urgent
+            if raw:
+                yield self.feed(raw), None
+            if not states:
+                yield False, None
+            for state in states:
+                urgent = self.apply(state)
+                yield urgent, _probe(state.get("probe"))
         if parser.mode is None:
             self.node_side = False  # no python3 at all: the next follow streams the log
 

@@ -5,10 +5,13 @@ python3: stdlib and firedup.logscan only, Python 3.8 syntax (GPU images carry ol
 It follows the run's log from an offset the way `tail -F --pid` would, feeds firedup's
 classifier, and writes frames to stdout: a state (the classifier's snapshot, the offset, a
 flag when a phase changed or ready was seen) whenever something changed, at most once a
-second while only bytes grow, and a heartbeat when nothing happens. When the server's pid is
-gone it reads to the end of the log (at disk speed: the link never carries it), sends the
-final state with the last lines, and exits. A death is therefore told from what the node
-already read, and only bounded text ever crosses the link.
+second while only bytes grow, and a heartbeat when nothing happens. It also takes the wait's
+looks (firedup/node/sh/probe.sh: process, socket, health) right here, when a phase changes or
+ready is seen and on the wait's cadence, and sends their output in the state: a look costs no
+round trip and no new channel. When the server's pid is gone it reads to the end of the log
+(at disk speed: the link never carries it), looks once more, sends the final state with the
+last lines, and exits. A death is told from what the node already read; only bounded text
+ever crosses the link.
 
 Frame: `S <length>\\n<json>`; the stream starts with `FIREDUP-READER <nonce>\\n` so output a
 login shell printed before it is skipped.
@@ -19,13 +22,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from collections import deque
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from firedup.engine import Engine
-from firedup.logscan import EventKind, LogScanner, Verdict
+from firedup.logscan import EventKind, LogScanner, Phase, Verdict
 
 READ_BYTES = 1024 * 1024  # per read: a phase change inside a large burst is still sent soon
 POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
@@ -34,6 +38,7 @@ HEARTBEAT_S = 5.0  # a state even when nothing changed: the operator knows the r
 TAIL_LINES = 15
 LINE_CHARS = 400
 URGENT = (EventKind.PHASE, EventKind.READY, EventKind.FATAL)
+PROBE_TIMEOUT_S = 10.0
 
 
 def alive(pid: int | None) -> bool:
@@ -69,14 +74,52 @@ class Reader:
         return data
 
 
+class Looker:
+    """Runs the wait's look (probe.sh) on the node and keeps its cadence."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.script = str(spec["script"])
+        self.args = [str(a) for a in spec["args"]]
+        self.health_url = str(spec.get("health_url") or "")
+        self.tick_s = float(spec.get("tick_s") or 1.0)
+        self.loading_s = float(spec.get("loading_s") or self.tick_s)
+        self.at = 0.0
+        self.listening = False
+
+    def due(self, phase: Phase, now: float) -> bool:
+        """Slow while loading, every tick once the port may be open (the wait's own rule)."""
+        near = self.listening or phase.order >= Phase.HTTP_UP.order
+        return now - self.at >= (self.tick_s if near else self.loading_s)
+
+    def look(self, phase: Phase, now: float) -> str:
+        near = self.listening or phase.order >= Phase.HTTP_UP.order
+        argv = ["bash", "-c", self.script, "firedup-probe", *self.args, "0", "0"]
+        if near and self.health_url:
+            argv.append(self.health_url)
+        try:
+            done = subprocess.run(
+                argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S
+            )
+            out = done.stdout.decode("ascii", "replace")
+        except (OSError, subprocess.TimeoutExpired):
+            out = ""
+        self.at = now
+        self.listening = self.listening or any(
+            ln.startswith("ss=") and len(ln.strip()) > 3 and ln.strip() != "ss=missing"
+            for ln in out.splitlines()
+        )
+        return out
+
+
 class Session:
     """The classifier plus what the operator was last sent."""
 
-    def __init__(self, engine: str, offset: int, nonce: str) -> None:
+    def __init__(self, engine: str, offset: int, nonce: str, looker: Looker | None) -> None:
         self.scanner = LogScanner(engine=Engine(engine) if engine else None)
         self.tail: deque[str] = deque(maxlen=TAIL_LINES)
         self.offset = offset
         self.urgent = False
+        self.looker = looker
         self.sent_key: object = None
         self.sent_at = 0.0
         self.sent_offset = -1
@@ -96,9 +139,12 @@ class Session:
         key = (state.verdict, state.phase, state.reason, state.progress, state.engine)
         changed = key != self.sent_key or self.urgent
         grew = self.offset != self.sent_offset and now - self.sent_at >= PROGRESS_EVERY_S
-        if not (final or changed or grew or now - self.sent_at >= HEARTBEAT_S):
+        looks = self.looker is not None and (final or changed or self.looker.due(state.phase, now))
+        if not (final or changed or grew or looks or now - self.sent_at >= HEARTBEAT_S):
             return
         frame = {"offset": self.offset, "scan": state.to_json(), "urgent": self.urgent}
+        if looks and self.looker is not None:
+            frame["probe"] = self.looker.look(state.phase, now)
         if final or state.verdict is Verdict.FAILED:
             frame["tail"] = list(self.tail)
         if final:
@@ -111,10 +157,12 @@ class Session:
         self.urgent = False
 
 
-def follow(path: str, offset: int, pid: int | None, engine: str, nonce: str) -> None:
+def follow(options: dict[str, Any], nonce: str) -> None:
     """Until the server's pid is gone and the log is read to its end."""
-    session = Session(engine, offset, nonce)
-    reader = Reader(path, offset)
+    pid = options.get("pid")
+    looker = Looker(options["look"]) if options.get("look") else None
+    session = Session(str(options.get("engine") or ""), int(options["offset"]), nonce, looker)
+    reader = Reader(str(options["log"]), int(options["offset"]))
     while True:
         running = alive(pid)  # before the read: what the server wrote before dying is read
         data = reader.read()
@@ -130,9 +178,11 @@ def follow(path: str, offset: int, pid: int | None, engine: str, nonce: str) -> 
 
 
 def main(argv: list[str]) -> int:
-    """argv: LOG OFFSET PID ENGINE NONCE (PID and ENGINE may be empty)."""
-    path, offset, pid, engine, nonce = argv
+    """argv: NONCE OPTIONS, the options a JSON object: log, offset, pid (or null), engine
+    (or ""), look (or null: probe.sh's text, its RUNDIR PORT args, health_url, tick_s,
+    loading_s)."""
+    nonce, options = argv
     # BrokenPipeError: the operator closed the channel, nothing is left to tell.
     with contextlib.suppress(BrokenPipeError):
-        follow(path, int(offset), int(pid) if pid else None, engine, nonce)
+        follow(json.loads(options), nonce)
     return 0

@@ -19,6 +19,7 @@ import importlib.util
 import json
 import secrets
 import sys
+import threading
 import zlib
 from dataclasses import dataclass, field
 from functools import cache
@@ -32,9 +33,9 @@ MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatt
 BOOT = r"""
 import os, sys
 def raw():
-    sys.stdout.write("\nFIREDUP-RAW %s\n" % sys.argv[6])
+    sys.stdout.write("\nFIREDUP-RAW %s\n" % sys.argv[2])
     sys.stdout.flush()
-    os.execvp(sys.argv[7], sys.argv[7:])
+    os.execvp(sys.argv[4], sys.argv[4:])
 if sys.version_info < (3, 8):
     raw()
 try:
@@ -56,7 +57,7 @@ try:
     from firedup.readiness import nodeside
 except Exception:
     raw()
-sys.exit(nodeside.main(sys.argv[2:7]))
+sys.exit(nodeside.main(sys.argv[2:4]))
 """
 
 
@@ -83,11 +84,20 @@ def _module_file(name: str) -> Path | None:
     return Path(spec.origin) if spec is not None and spec.origin else None
 
 
-@cache
+_BUILDING = threading.Lock()  # a fleet's waits ask at once; CPython 3.11's ast.parse is not
+# safe to run in two threads at once ("AST constructor recursion depth mismatch")
+
+
 def bundle() -> dict[str, tuple[bool, str]]:
     """module name -> (is package, source) for the reader and every firedup module it needs.
 
     Parent packages outside that closure ship empty: their __init__ may import the world."""
+    with _BUILDING:
+        return _bundle()
+
+
+@cache
+def _bundle() -> dict[str, tuple[bool, str]]:
     todo, found = [ENTRY], dict[str, tuple[bool, str]]()
     while todo:
         name = todo.pop()
@@ -111,19 +121,22 @@ def bundle() -> dict[str, tuple[bool, str]]:
     return found
 
 
-@cache
 def bundle_arg() -> str:
-    data = json.dumps(bundle(), sort_keys=True).encode("utf-8")
+    with _BUILDING:
+        return _bundle_arg()
+
+
+@cache
+def _bundle_arg() -> str:
+    data = json.dumps(_bundle(), sort_keys=True).encode("utf-8")
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
 
 
-def reader_argv(
-    log_path: str, offset: int, pid: int | None, engine: str, nonce: str, tail: list[str]
-) -> list[str]:
-    """The command that runs the reader on the node (`tail` is the fallback's argv)."""
-    pid_arg = "" if pid is None else str(pid)
-    args = [log_path, str(offset), pid_arg, engine, nonce]
-    return ["python3", "-c", BOOT, bundle_arg(), *args, *tail]
+def reader_argv(options: dict[str, Any], nonce: str, tail: list[str]) -> list[str]:
+    """The command that runs the reader on the node with `options` (nodeside.main says
+    which); `tail` is the fallback's argv."""
+    encoded = json.dumps(options, separators=(",", ":"))
+    return ["python3", "-c", BOOT, bundle_arg(), nonce, encoded, *tail]
 
 
 def new_nonce() -> str:

@@ -25,10 +25,10 @@ from firedup.errors import (
 )
 from firedup.launch.runs import RunMeta
 from firedup.logscan import Phase, Reason, ScanState, Verdict
-from firedup.node.base import Node
+from firedup.node.base import Node, script_text
 from firedup.node.probe import Probe, probe_run
 from firedup.readiness.budgets import StallTracker, StallWarning, budgets_for
-from firedup.readiness.logfeed import TAIL_LINES, LogFeed
+from firedup.readiness.logfeed import TAIL_LINES, LogFeed, Update
 
 FAIL_GRACE_S = 3.0  # after a fatal line, how long to let the dying server finish its traceback
 STALL_AFTER_S = 60.0
@@ -146,6 +146,7 @@ class RunWatcher:
         self.dead_since: float | None = None
         self.following = False
         self.saw_listening = False
+        self.last_probe: Probe | None = None
 
     def _failing(self) -> None:
         if self.failing_since is None:
@@ -170,11 +171,26 @@ class RunWatcher:
         reason = self.scan.reason
         return self.scan.verdict is Verdict.FAILED and reason is not None and reason.rank >= 3
 
-    def updates(self, tick_s: float) -> Iterator[bool]:
-        """Follow the log until the server's pid is gone (see LogFeed.updates)."""
+    def updates(
+        self, tick_s: float, loading_s: float | None = None, *, looks: bool = True
+    ) -> Iterator[Update]:
+        """Follow the log until the server's pid is gone (see LogFeed.updates); the node
+        looks every `tick_s` once the port may be open, every `loading_s` before (never
+        without `looks`: a watcher that only wants a death)."""
+        look = (
+            None
+            if not looks
+            else {
+                "script": script_text("probe"),
+                "args": [self.run.rundir, str(self.run.port)],
+                "health_url": health_url(self.run),
+                "tick_s": tick_s,
+                "loading_s": loading_s or tick_s,
+            }
+        )
         self.following = True
         try:
-            yield from self.log.updates(self.node, tick_s)
+            yield from self.log.updates(self.node, tick_s, look)
         finally:
             self.following = False
 
@@ -186,6 +202,7 @@ class RunWatcher:
         """The error for a dead or failed run. Read on the node, the log's end is already
         known; read here, the end a dying server wrote is fetched first."""
         if self.log.node_side:
+            probe = probe or self.last_probe  # the node's own look at the end, when it sent one
             if probe is None:
                 probe = probe_run(self.node, self.run.rundir, self.run.port, 0, max_bytes=0)
             return crash_error(self.run, self.scan, self.tail, probe)
@@ -212,8 +229,12 @@ class RunWatcher:
         self.dead_since = self.dead_since if self.dead_since is not None else now
         return now - self.dead_since >= DEAD_GRACE_S
 
-    def look(self, timeout_s: float = 30.0) -> WaitStatus:
-        """Probe process, socket and health; raise when the run is dead or has failed."""
+    def look(self, timeout_s: float = 30.0, probe: Probe | None = None) -> WaitStatus:
+        """Judge a look the node took (`probe`) or take one now; raise when the run is dead
+        or has failed."""
+        if probe is not None:
+            self.last_probe = probe
+            return self._judge(probe)
         wants_health = self.saw_listening or self.scan.phase.order >= Phase.HTTP_UP.order
         # Read here, the probe also brings the log past our offset: unused while the server
         # lives (the stream delivers those bytes), it saves a round trip when it has just
@@ -227,6 +248,9 @@ class RunWatcher:
             health_url=health_url(self.run) if wants_health else "",
             timeout_s=timeout_s,
         )
+        return self._judge(probe)
+
+    def _judge(self, probe: Probe) -> WaitStatus:
         if self._dead(probe):
             raise self.fail(probe)
         if not probe.ss_available:

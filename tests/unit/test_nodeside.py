@@ -35,7 +35,8 @@ def _engine(log: Path) -> str:
 
 
 def _run_reader(python: str, log: Path, engine: str = "") -> tuple[FrameParser, list[Any], bytes]:
-    argv = reader_argv(str(log), 0, None, engine, "n0nce", ["tail", "-c", "+1", str(log)])
+    options = {"log": str(log), "offset": 0, "pid": None, "engine": engine, "look": None}
+    argv = reader_argv(options, "n0nce", ["tail", "-c", "+1", str(log)])
     proc = subprocess.run([python, *argv[1:]], capture_output=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stderr.decode()[-2000:]
     parser = FrameParser("n0nce")
