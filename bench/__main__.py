@@ -53,16 +53,18 @@ class Plan:
     throughput_mb: float
     slow_links: list[str]
     slow_repeats: int
+    fleet_status_only: list[int]
 
 
 FULL = Plan(
     repeats=5,
     noise_mb=30,
-    fleet_sizes=[1, 4, 16],
+    fleet_sizes=[1, 16, 64],
     fleet_deploys=2,
     throughput_mb=10,
     slow_links=["1 MB/s", "200 KB/s", "150 KB/s"],
     slow_repeats=3,
+    fleet_status_only=[128],
 )
 QUICK = Plan(
     repeats=2,
@@ -72,6 +74,7 @@ QUICK = Plan(
     throughput_mb=3,
     slow_links=["150 KB/s"],
     slow_repeats=1,
+    fleet_status_only=[],
 )
 
 
@@ -118,7 +121,8 @@ def _run_sections(
         results["e2e"] = _dicts(run_e2e(rig, ansible, plan.repeats, log))
     if "fleet" in only:
         log("== fleet scaling")
-        results["fleet"] = _dicts(run_fleet(rig, plan.fleet_sizes, plan.fleet_deploys, 3, log))
+        fleet = run_fleet(rig, plan.fleet_sizes, plan.fleet_deploys, 3, log, plan.fleet_status_only)
+        results["fleet"] = _dicts(fleet)
     if "redeploy" in only:
         log("== idempotent redeploy")
         results["redeploy"] = _dicts(run_redeploy(rig, plan.repeats, log))

@@ -119,21 +119,17 @@ def measure_fleet(rig: Rig, n: int, deploys: int, statuses: int, deploy: bool) -
     sample = FleetSample(n)
     try:
         for round_ in range(deploys if deploy else 0):
+            argv = ["deploy", "--host", names, "--inventory", str(path)]
             sample.deploy.append(
-                timed_fab(
-                    rig, "deploy", "--host", names, "--inventory", str(path),
-                    ok=lambda code, out: code == 0 and out.count("READY") >= n,
-                )  # fmt: skip
+                timed_fab(rig, *argv, ok=lambda code, out: code == 0 and out.count("READY") >= n)
             )
             if round_ < deploys - 1:
                 _stop_all(inv, list(inv.hosts))
         want = "ready" if deploy else "never-deployed"
         for _ in range(statuses):
+            argv = ["status", "--host", names, "--inventory", str(path)]
             sample.status.append(
-                timed_fab(
-                    rig, "status", "--host", names, "--inventory", str(path),
-                    ok=lambda code, out: code == 0 and out.count(want) >= n,
-                )  # fmt: skip
+                timed_fab(rig, *argv, ok=lambda code, out: code == 0 and out.count(want) >= n)
             )
     finally:
         if deploy:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from bench import slowlink
+from bench.fleet import __doc__ as fleet_doc
 from bench.report import fmt, median, ratio, table
 
 
@@ -147,31 +148,41 @@ def _e2e(samples: list[dict[str, Any]]) -> str:
     return table(headers, rows)
 
 
+def _fleet_row(s: dict[str, Any], what: str, base: float | None) -> list[str] | None:
+    runs = s[what]
+    if not runs:
+        return None
+    wall = median(r["wall_s"] for r in runs)
+    n = s["hosts"]
+    return [
+        what,
+        str(n),
+        fmt(wall),
+        ratio(wall, base),
+        str(all(r["ok"] for r in runs)),
+        fmt(median(r["cpu_s"] for r in runs)),
+        fmt(median(r["cpu_s"] for r in runs) / n, "s", 3),
+        fmt(median(r["peak_rss_mb"] for r in runs), " MB", 0),
+        fmt(median(r["node_cpu_s"] for r in runs), "s", 1),
+    ]
+
+
 def _fleet(samples: list[dict[str, Any]]) -> str:
-    d1 = median(next((s["deploy_s"] for s in samples if s["hosts"] == 1), []))
-    s1 = median(next((s["status_s"] for s in samples if s["hosts"] == 1), []))
     rows = []
-    for s in samples:
-        d, st = median(s["deploy_s"]), median(s["status_s"])
-        rows.append(
-            [
-                str(s["hosts"]),
-                fmt(d),
-                ratio(d, d1),
-                str(s["deploy_ok"]),
-                fmt(st),
-                ratio(st, s1),
-                str(s["status_ok"]),
-            ]
-        )
+    for what in ("deploy", "status"):
+        one = next((s for s in samples if s["hosts"] == 1 and s[what]), None)
+        base = median(r["wall_s"] for r in one[what]) if one else None
+        rows += [r for s in samples if (r := _fleet_row(s, what, base))]
     headers = [
+        "command",
         "hosts N",
-        "deploy T(N)",
+        "T(N)",
         "T(N)/T(1)",
-        "all ready",
-        "`fab status` T(N)",
-        "T(N)/T(1)",
-        "all rows ready",
+        "all ok",
+        "operator CPU",
+        "operator CPU per host",
+        "operator peak RSS",
+        "node side CPU (same 2 cores)",
     ]
     return table(headers, rows)
 
@@ -262,13 +273,7 @@ bench/loops/deploy.sh (ssh upload, ssh start, ssh + grep + ss every second); the
 bench/ansible/deploy.yml (file, copy, shell, wait_for log, wait_for port; Ansible's default
 ControlPersist). SSH connections are counted at the sshd ("Accepted publickey" lines at
 LogLevel VERBOSE) per deploy. "remote ops" are firedup's Node calls (run, put, stream).""",
-    "fleet": """## Fleet scaling
-
-No fleet deploy command exists yet. *deploy*: N hosts deployed in parallel from a thread pool
-over the core API (`plan_deploy` + `apply_deploy`, one SshNode each), timed to the last READY.
-*status*: `fab status --host h0,h1,...` (the CLI runs the hosts in parallel), the N servers
-up. All N "hosts" are inventory entries on one sshd on this 2-core machine, so T(N) includes N
-servers starting at once on the same CPUs, which N real machines would not share.""",
+    "fleet": "## Fleet scaling\n\n" + (fleet_doc or ""),
     "redeploy": """## Idempotent redeploy
 
 What a deploy does before its launch when nothing changed: `sync_patches` with the Kimi-K2.5
