@@ -29,7 +29,7 @@ from collections import deque
 from typing import Any, BinaryIO
 
 from firedup.engine import Engine
-from firedup.logscan import EventKind, LogScanner, Phase, Verdict
+from firedup.logscan import EventKind, LogScanner, Phase, ScanState, Verdict
 
 READ_BYTES = 1024 * 1024  # per read: a phase change inside a large burst is still sent soon
 POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
@@ -39,6 +39,9 @@ TAIL_LINES = 15
 LINE_CHARS = 400
 URGENT = (EventKind.PHASE, EventKind.READY, EventKind.FATAL)
 PROBE_TIMEOUT_S = 10.0
+LOOKAHEAD_BYTES = 4 * 1024 * 1024  # this far behind the log's end: peek at the end first
+PEEK_BYTES = 256 * 1024
+PEEK_EVERY_S = 0.5
 
 
 def alive(pid: int | None) -> bool:
@@ -111,6 +114,43 @@ class Looker:
         return out
 
 
+class Peeker:
+    """While the classifier is far behind a burst of log (tens of MB of NCCL INFO lines at
+    once), a fresh classifier reads the log's last 256 KB: the ready line or a named fatal
+    cause (oom, nccl, ...) found there is sent at once, before the backlog is worked through.
+    Only a decisive verdict is sent this way; the phases and the final state stay the
+    in-order classifier's."""
+
+    def __init__(self, path: str, engine: str) -> None:
+        self.path = path
+        self.engine = Engine(engine) if engine else None
+        self.at = 0.0
+        self.told: object = None
+
+    def peek(self, offset: int, now: float) -> ScanState | None:
+        if now - self.at < PEEK_EVERY_S:
+            return None
+        self.at = now
+        try:
+            size = os.stat(self.path).st_size
+            if size - offset < LOOKAHEAD_BYTES:
+                return None
+            with open(self.path, "rb") as fh:
+                fh.seek(size - PEEK_BYTES)
+                data = fh.read(PEEK_BYTES)
+        except OSError:
+            return None
+        scanner = LogScanner(engine=self.engine)
+        scanner.feed(data)
+        state = scanner.state
+        reason = state.reason
+        named = state.verdict is Verdict.FAILED and reason is not None and reason.rank >= 3
+        if not (state.verdict is Verdict.READY or named) or state.verdict == self.told:
+            return None
+        self.told = state.verdict
+        return state
+
+
 class Session:
     """The classifier plus what the operator was last sent."""
 
@@ -142,7 +182,20 @@ class Session:
         looks = self.looker is not None and (final or changed or self.looker.due(state.phase, now))
         if not (final or changed or grew or looks or now - self.sent_at >= HEARTBEAT_S):
             return
-        frame = {"offset": self.offset, "scan": state.to_json(), "urgent": self.urgent}
+        self.send(state, now, looks, final)
+
+    def send_ahead(self, state: ScanState, now: float) -> None:
+        """A verdict the peek found at the log's end: urgent, with a look."""
+        self.urgent = True
+        self.send(state, now, self.looker is not None, False, ahead=True)
+
+    def send(
+        self, state: ScanState, now: float, looks: bool, final: bool, ahead: bool = False
+    ) -> None:
+        frame: dict[str, Any] = {"offset": self.offset, "scan": state.to_json()}
+        frame["urgent"] = self.urgent
+        if ahead:
+            frame["ahead"] = True
         if looks and self.looker is not None:
             frame["probe"] = self.looker.look(state.phase, now)
         if final or state.verdict is Verdict.FAILED:
@@ -153,7 +206,10 @@ class Session:
         out = sys.stdout.buffer
         out.write(b"S %d\n" % len(body) + body)
         out.flush()
-        self.sent_key, self.sent_at, self.sent_offset = key, now, self.offset
+        if not ahead:
+            key = (state.verdict, state.phase, state.reason, state.progress, state.engine)
+            self.sent_key, self.sent_offset = key, self.offset
+        self.sent_at = now
         self.urgent = False
 
 
@@ -163,8 +219,12 @@ def follow(options: dict[str, Any], nonce: str) -> None:
     looker = Looker(options["look"]) if options.get("look") else None
     session = Session(str(options.get("engine") or ""), int(options["offset"]), nonce, looker)
     reader = Reader(str(options["log"]), int(options["offset"]))
+    peeker = Peeker(str(options["log"]), str(options.get("engine") or ""))
     while True:
         running = alive(pid)  # before the read: what the server wrote before dying is read
+        ahead = peeker.peek(reader.offset, time.monotonic())
+        if ahead is not None:
+            session.send_ahead(ahead, time.monotonic())
         data = reader.read()
         if data:
             session.feed(data)

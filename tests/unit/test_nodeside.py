@@ -125,3 +125,28 @@ def test_an_older_python_reads_on_the_node_or_hands_over_to_tail(version: str) -
         assert (parser.mode, states, raw) == ("raw", [], log.read_bytes())
     else:
         assert states[-1]["scan"] == _operator_side(log, "")[0]
+
+
+NOISE = b"gpu-node:4242:4300 [0] NCCL INFO Channel 00/32 : 0[0] -> 1[1] via P2P/CUMEM/read\n"
+
+
+@pytest.mark.parametrize("case", ["capture_failed_cuda_oom", "no_prefix_tp1_ready"])
+def test_a_verdict_behind_a_burst_of_noise_is_sent_before_the_backlog(
+    tmp_path: Path, case: str
+) -> None:
+    """4.5 MB of NCCL INFO lines between the launch and the verdict: the reader peeks at the
+    log's end and sends the named cause (or the ready line) first; its final state is still
+    the in-order classifier's, the same as here."""
+    lines = (LOGS / "sglang" / f"{case}.log").read_bytes().splitlines(keepends=True)
+    log = tmp_path / "server.log"
+    log.write_bytes(b"".join(lines[:3]) + NOISE * (4_500_000 // len(NOISE)) + b"".join(lines[3:]))
+    _, states, _ = _run_reader(NODE_PYTHON, log, "sglang")
+    ahead = [i for i, s in enumerate(states) if s.get("ahead")]
+    want = "failed" if "oom" in case else "ready"
+    assert ahead, "no early verdict was sent"
+    first = states[ahead[0]]
+    assert first["scan"]["verdict"] == want
+    assert first["offset"] < log.stat().st_size // 2  # sent long before the reader got there
+    if want == "failed":
+        assert first["scan"]["reason"] == "oom"
+    assert states[-1]["scan"] == _operator_side(log, "sglang")[0]
