@@ -88,9 +88,14 @@ class Looker:
         self.loading_s = float(spec.get("loading_s") or self.tick_s)
         self.at = 0.0
         self.listening = False
+        self.healthy_at_ready = False
 
     def due(self, phase: Phase, now: float) -> bool:
-        """Slow while loading, every tick once the port may be open (the wait's own rule)."""
+        """Slow while loading, every tick once the port may be open (the wait's own rule);
+        none after a look found the server healthy with its ready line read: that look is
+        the one the wait decides on (it looks over a round trip itself if it disagrees)."""
+        if self.healthy_at_ready:
+            return False
         near = self.listening or phase.order >= Phase.HTTP_UP.order
         return now - self.at >= (self.tick_s if near else self.loading_s)
 
@@ -111,6 +116,7 @@ class Looker:
             ln.startswith("ss=") and len(ln.strip()) > 3 and ln.strip() != "ss=missing"
             for ln in out.splitlines()
         )
+        self.healthy_at_ready = phase is Phase.READY and "\nhealth=200" in "\n" + out
         return out
 
 

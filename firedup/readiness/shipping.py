@@ -65,14 +65,18 @@ class BundleError(RuntimeError):
     """The reader would import something the node's stdlib may lack (a bug in firedup)."""
 
 
-def _imports(source: str) -> set[str]:
+def _imports(source: str, package: str) -> set[str]:
+    """Absolute names of what `source` imports (`package`: where its relative imports start),
+    including `module.name` candidates for `from module import name`."""
     names: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
     return names
 
 
@@ -107,8 +111,10 @@ def _bundle() -> dict[str, tuple[bool, str]]:
         if path is None:
             continue  # `from package import name` where name is not a module
         source = path.read_text(encoding="utf-8")
-        found[name] = (path.name == "__init__.py", source)
-        for imported in _imports(source):
+        is_package = path.name == "__init__.py"
+        found[name] = (is_package, source)
+        package = name if is_package else name.rpartition(".")[0]
+        for imported in _imports(source, package):
             top = imported.split(".")[0]
             if top == "firedup":
                 todo.append(imported)

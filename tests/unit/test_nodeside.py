@@ -21,7 +21,7 @@ import pytest
 from firedup.engine import Engine
 from firedup.logscan import LogScanner
 from firedup.readiness.logfeed import scan_from_json
-from firedup.readiness.shipping import FrameParser, bundle, bundle_arg, reader_argv
+from firedup.readiness.shipping import FrameParser, _imports, bundle, bundle_arg, reader_argv
 from tests.conftest import NODE_PYTHON
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -150,3 +150,8 @@ def test_a_verdict_behind_a_burst_of_noise_is_sent_before_the_backlog(
     if want == "failed":
         assert first["scan"]["reason"] == "oom"
     assert states[-1]["scan"] == _operator_side(log, "sglang")[0]
+
+
+def test_relative_imports_are_followed_into_the_bundle() -> None:
+    found = _imports("from .model import A\nfrom . import rules\nfrom ..engine import E", "a.b")
+    assert {"a.b.model", "a.b.rules", "a.engine"} <= found
