@@ -114,18 +114,22 @@ def _stop_all(inv: Inventory, names: list[str]) -> None:
 
 
 def measure_fleet(rig: Rig, n: int, deploys: int, statuses: int, deploy: bool) -> FleetSample:
-    inv, path = fleet_inventory(rig, n)
-    names = ",".join(sorted(inv.hosts, key=lambda h: int(h[1:])))
+    """Each deploy round gets fresh hosts (workdirs, ports): a port the last round's server
+    just let go of is not a test of firedup. `status` runs over the last round's servers."""
     sample = FleetSample(n)
+    inv, path = fleet_inventory(rig, n)
     try:
         for round_ in range(deploys if deploy else 0):
+            if round_:
+                _stop_all(inv, list(inv.hosts))
+                inv, path = fleet_inventory(rig, n)
+            names = ",".join(sorted(inv.hosts, key=lambda h: int(h[1:])))
             argv = ["deploy", "--host", names, "--inventory", str(path)]
             sample.deploy.append(
                 timed_fab(rig, *argv, ok=lambda code, out: code == 0 and out.count("READY") >= n)
             )
-            if round_ < deploys - 1:
-                _stop_all(inv, list(inv.hosts))
         want = "ready" if deploy else "never-deployed"
+        names = ",".join(sorted(inv.hosts, key=lambda h: int(h[1:])))
         for _ in range(statuses):
             argv = ["status", "--host", names, "--inventory", str(path)]
             sample.status.append(

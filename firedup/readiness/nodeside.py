@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 from firedup.engine import Engine
 from firedup.logscan import EventKind, LogScanner, Phase, ScanState, Verdict
 
-READ_BYTES = 1024 * 1024  # per read: a phase change inside a large burst is still sent soon
+READ_BYTES = 256 * 1024  # per read: the loop turns often (states, peeks) inside a burst
 POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
 PROGRESS_EVERY_S = 1.0  # at most one "the log grew" state a second
 HEARTBEAT_S = 5.0  # a state even when nothing changed: the operator knows the reader lives
@@ -40,8 +40,9 @@ LINE_CHARS = 400
 URGENT = (EventKind.PHASE, EventKind.READY, EventKind.FATAL)
 PROBE_TIMEOUT_S = 10.0
 LOOKAHEAD_BYTES = 4 * 1024 * 1024  # this far behind the log's end: peek at the end first
-PEEK_BYTES = 256 * 1024
-PEEK_EVERY_S = 0.5
+PEEK_BYTES = 256 * 1024  # at most this much of the log's end per peek
+PEEK_OVERLAP = 64 * 1024  # re-read of the previous peek: a traceback's start, a cut line
+PEEK_EVERY_S = 0.2
 
 
 def alive(pid: int | None) -> bool:
@@ -122,15 +123,16 @@ class Looker:
 
 class Peeker:
     """While the classifier is far behind a burst of log (tens of MB of NCCL INFO lines at
-    once), a fresh classifier reads the log's last 256 KB: the ready line or a named fatal
-    cause (oom, nccl, ...) found there is sent at once, before the backlog is worked through.
-    Only a decisive verdict is sent this way; the phases and the final state stay the
-    in-order classifier's."""
+    once), a fresh classifier reads what was added at the log's end since the last peek (up
+    to 256 KB, with some overlap): the ready line or a named fatal cause (oom, nccl, ...)
+    found there is sent at once, before the backlog is worked through. Only a decisive
+    verdict is sent this way; the phases and the final state stay the in-order classifier's."""
 
     def __init__(self, path: str, engine: str) -> None:
         self.path = path
         self.engine = Engine(engine) if engine else None
         self.at = 0.0
+        self.end = 0  # where the last peek stopped
         self.told: object = None
 
     def peek(self, offset: int, now: float) -> ScanState | None:
@@ -141,9 +143,11 @@ class Peeker:
             size = os.stat(self.path).st_size
             if size - offset < LOOKAHEAD_BYTES:
                 return None
+            start = max(size - PEEK_BYTES, self.end - PEEK_OVERLAP, offset)
             with open(self.path, "rb") as fh:
-                fh.seek(size - PEEK_BYTES)
-                data = fh.read(PEEK_BYTES)
+                fh.seek(start)
+                data = fh.read(size - start)
+            self.end = size
         except OSError:
             return None
         scanner = LogScanner(engine=self.engine)
