@@ -270,15 +270,42 @@ def restart(
         _run_fleet(c, get_inventory(c, inventory), selector, follow, work)
 
 
-@task(help={"host": HOSTS_HELP, "inventory": INVENTORY_HELP})
-def render(c: Context, host: str | None = None, inventory: str | None = None) -> None:
-    """Print the launch script a deploy would run (nothing is contacted)."""
+@task(
+    help={
+        "host": HOSTS_HELP,
+        "inventory": INVENTORY_HELP,
+        "engine-version": "render for this engine release (default: the deployment's "
+        "engine_version, else the newest release firedup checked)",
+    }
+)
+def render(
+    c: Context,
+    host: str | None = None,
+    inventory: str | None = None,
+    engine_version: str | None = None,
+) -> None:
+    """Print the launch script a deploy would run (nothing is contacted).
+
+    Rendered for --engine-version, else the deployment's `engine_version`, else the newest
+    release firedup checked; a deploy renders for the release installed on the node."""
     with reporting():
         inv = get_inventory(c, inventory)
         specs = inv.select(require_host("render", host))
         for spec in specs:
+            deployment = inv.deployment_for(spec)
             plan = plan_deploy(
-                spec, inv.deployment_for(spec), run_id="RUN-ID", placement=inv.placement(spec)
+                spec,
+                deployment,
+                run_id="RUN-ID",
+                placement=inv.placement(spec),
+                engine_version=engine_version,
+            )
+            assumed = "" if engine_version else " (assumed; --engine-version to choose)"
+            # stderr: stdout stays the script alone, for `fab render > launch.sh`
+            print(
+                f"{spec.name}: rendered for {deployment.engine.value} "
+                f"{plan.script.release}{assumed}",
+                file=sys.stderr,
             )
             print(plan.script.text, end="")
 

@@ -39,6 +39,7 @@ def preflight(
                 inv.deployment_for(spec),
                 current=current_run(node, spec),
                 restart=restart,
+                placement=inv.placement(spec),
             )
         say(report.text())
         if not report.ok:

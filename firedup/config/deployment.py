@@ -90,6 +90,7 @@ _RESERVED_ARGS: Mapping[Engine, Mapping[str, str]] = {
         "context-length": "context_length",
         "mem-fraction-static": "mem_fraction",
         "cuda-graph-max-bs": "cuda_graph_max_bs",
+        "cuda-graph-max-bs-decode": "cuda_graph_max_bs",
         "trust-remote-code": "trust_remote_code",
         "speculative-algorithm": "speculative",
         "speculative-draft-model-path": "speculative",
@@ -111,6 +112,11 @@ _RESERVED_ARGS: Mapping[Engine, Mapping[str, str]] = {
         "gpu-memory-utilization": "mem_fraction",
         "trust-remote-code": "trust_remote_code",
         "speculative-config": "speculative",
+        "nnodes": "nodes",
+        "node-rank": "nodes",
+        "master-addr": "nodes",
+        "master-port": "nodes",
+        "headless": "nodes",
     },
 }
 
@@ -138,6 +144,9 @@ class Deployment(FrozenModel):
     phase_budgets_s: dict[str, float] = Field(default_factory=dict)
     nodes: list[str] = Field(default_factory=list)  # multi-node: host names in rank order
     dist_init_port: Port = 5000  # rank 0's rendezvous port (--dist-init-addr)
+    # The engine release to render for when no node is asked (`fab render`); a deploy renders
+    # for the release preflight finds on the node. Unset: the newest release firedup checked.
+    engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*([a-z0-9.+-]*)$")
 
     @field_validator("phase_budgets_s")
     @classmethod
@@ -187,7 +196,25 @@ class Deployment(FrozenModel):
             raise ValueError(f"{', '.join(sorted(clash))}: both in env and in secrets")
         if self.cuda_graph_max_bs is not None and self.engine is Engine.VLLM:
             raise ValueError("cuda_graph_max_bs is an SGLang knob; for vLLM pass it in args")
+        self._check_ignored_knobs()
         return self
+
+    def _check_ignored_knobs(self) -> None:
+        """A knob the engine would silently drop is refused: the user meant something."""
+        spec = self.speculative
+        if spec is None:
+            return
+        if self.engine is Engine.VLLM:
+            ignored = [k for k in ("eagle_topk", "num_draft_tokens") if getattr(spec, k)]
+            if ignored:
+                raise ValueError(
+                    f"speculative.{', '.join(ignored)}: vLLM has no such setting (its "
+                    "--speculative-config takes num_speculative_tokens = num_steps); remove it"
+                )
+        elif spec.draft_tp is not None:
+            raise ValueError(
+                "speculative.draft_tp: SGLang runs the draft with the target's tp; remove it"
+            )
 
     @property
     def nnodes(self) -> int:

@@ -13,6 +13,7 @@ import shlex
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
+from firedup.launch.flags import Spelling, spell
 
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 # The log classifier reads phase lines that SGLang prints only at info level or below.
@@ -32,6 +34,8 @@ VERBOSE_LEVELS = {"debug", "info"}
 class LaunchScript:
     text: str
     engine: Engine
+    release: str = ""  # the engine release it was rendered for, as the header says
+    assumed: bool = False  # no node said which release: the deployment's or the newest
 
     @property
     def sha256(self) -> str:
@@ -44,6 +48,7 @@ def _sh(value: Any) -> str:
     return shlex.quote(str(value))
 
 
+@cache
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
@@ -99,12 +104,13 @@ def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
     return env
 
 
-def vllm_speculative_config(deployment: Deployment) -> str | None:
-    """vLLM takes speculative decoding as one JSON argument (--speculative-config)."""
+def vllm_speculative_config(deployment: Deployment, spelling: Spelling) -> str | None:
+    """vLLM takes speculative decoding as one JSON argument (--speculative-config), with
+    vLLM's own method names (NEXTN is `mtp`, STANDALONE `draft_model`)."""
     spec = deployment.speculative
-    if spec is None:
+    if spec is None or spelling.vllm_method is None:
         return None
-    config: dict[str, object] = {"method": spec.algorithm.lower()}
+    config: dict[str, object] = {"method": spelling.vllm_method}
     if spec.draft_model:
         config["model"] = spec.draft_model
     if spec.num_steps:
@@ -121,7 +127,11 @@ def render_launch(
     run_id: str,
     rundir: str,
     placement: Placement | None = None,
+    engine_version: str | None = None,
 ) -> LaunchScript:
+    """The launch script for the engine release installed on the node (`engine_version`, as
+    preflight read it), or for the deployment's assumed release when no node was asked."""
+    spelling = spell(deployment, engine_version)
     context = {
         "host": host,
         "deployment": deployment,
@@ -130,7 +140,8 @@ def render_launch(
         "env": launch_env(host, deployment),
         "secret_names": sorted(deployment.secrets),
         "engine_args": engine_args(deployment),
-        "speculative_config": vllm_speculative_config(deployment),
+        "speculative_config": vllm_speculative_config(deployment, spelling),
+        "spelling": spelling,
         "placement": placement,
         "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
     }
@@ -145,7 +156,12 @@ def render_launch(
         raise RenderError(f"template {name}: {exc.message}") from None
     except jinja2.TemplateSyntaxError as exc:
         raise RenderError(f"template {exc.filename}:{exc.lineno}: {exc.message}") from None
-    return LaunchScript(text=text, engine=deployment.engine)
+    return LaunchScript(
+        text=text,
+        engine=deployment.engine,
+        release=spelling.release.version,
+        assumed=spelling.assumed,
+    )
 
 
 def check_bash_syntax(script: LaunchScript) -> None:

@@ -50,6 +50,7 @@ class Reason(StrEnum):
     ENGINE_INIT = "engine_init"
     KILLED = "killed"
     CRASH = "crash"
+    BAD_ARGS = "bad_args"  # the engine's argparse refused the command line
 
     @property
     def rank(self) -> int:

@@ -37,6 +37,12 @@ def W(reason: Reason, needle: str, pattern: str) -> Signature:
 
 R = Reason
 SIGNATURES: tuple[Signature, ...] = (
+    # argparse's refusal, the first and only thing a wrong flag prints (exit 2).
+    S(
+        R.BAD_ARGS,
+        "error: ",
+        r"\berror: (?:unrecognized arguments|ambiguous option|argument \S+: invalid choice)",
+    ),
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
     W(R.CONTEXT_LENGTH, "max_model_len", r"max_model_len \(\d+\) is greater than the derived"),
     S(
@@ -169,8 +175,13 @@ EXCEPTION_LINE = re.compile(
 )
 
 HINTS: dict[Reason, str] = {
+    R.BAD_ARGS: "The engine refused its command line before loading anything: a flag or value "
+    "the installed release does not accept (the line names it). `fab preflight` checks every "
+    "flag against the release on the node and names the closest valid one; a deploy renders "
+    "the launch for that release.",
     R.OOM: "GPU memory ran out: lower --mem-fraction-static (vLLM: --gpu-memory-utilization), "
-    "lower --cuda-graph-max-bs or the context length, and check that no leftover process "
+    "lower cuda_graph_max_bs (rendered as the installed release spells it) or the context "
+    "length, and check that no leftover process "
     "holds GPU memory (nvidia-smi).",
     R.CONTEXT_LENGTH: "The requested context is longer than the model's (or the EAGLE draft's) "
     "config allows, or than the KV cache can hold: set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
@@ -187,8 +198,9 @@ HINTS: dict[Reason, str] = {
     R.MODEL_NOT_FOUND: "The model could not be found or opened: check that --model-path (and "
     "the draft model path) exists on the node with config.json and weights, or that HF_TOKEN "
     "grants access to a gated repo.",
-    R.CUDA_GRAPH_CAPTURE: "CUDA graph capture failed: lower --mem-fraction-static, lower "
-    "--cuda-graph-max-bs, or as a last resort --disable-cuda-graph.",
+    R.CUDA_GRAPH_CAPTURE: "CUDA graph capture failed: lower --mem-fraction-static, lower the "
+    "deployment's cuda_graph_max_bs (--cuda-graph-max-bs-decode from SGLang 0.5.14, "
+    "--cuda-graph-max-bs before), or as a last resort --disable-cuda-graph.",
     R.WARMUP_FAILED: "The model loaded but the warmup request failed: read the excerpt; raise "
     "SGLANG_WARMUP_TIMEOUT if the first request is just slow, or use --skip-server-warmup.",
     R.ENGINE_INIT: "The engine says its initialization failed and the log names no cause "

@@ -46,6 +46,7 @@ class DeployPlan:
     deployment: Deployment
     run_id: str
     script: LaunchScript
+    placement: Placement | None = None
 
     @property
     def rundir(self) -> str:
@@ -57,12 +58,29 @@ def plan_deploy(
     deployment: Deployment,
     run_id: str | None = None,
     placement: Placement | None = None,
+    engine_version: str | None = None,
 ) -> DeployPlan:
+    """Without `engine_version` the script is for the deployment's assumed release; a deploy
+    re-renders it for the release preflight finds on the node (`for_release`)."""
     run_id = run_id or new_run_id()
     rundir = posixpath.join(host.workdir, "runs", run_id)
-    script = render_launch(host, deployment, run_id=run_id, rundir=rundir, placement=placement)
+    script = render_launch(
+        host,
+        deployment,
+        run_id=run_id,
+        rundir=rundir,
+        placement=placement,
+        engine_version=engine_version,
+    )
     check_bash_syntax(script)
-    return DeployPlan(host=host, deployment=deployment, run_id=run_id, script=script)
+    return DeployPlan(host, deployment, run_id, script, placement)
+
+
+def for_release(plan: DeployPlan, engine_version: str | None) -> DeployPlan:
+    """The plan rendered for the engine release installed on the node (as preflight read it)."""
+    if not engine_version or (engine_version == plan.script.release and not plan.script.assumed):
+        return plan
+    return plan_deploy(plan.host, plan.deployment, plan.run_id, plan.placement, engine_version)
 
 
 def wait_options(deployment: Deployment, timeout_s: float | None, tick_s: float) -> WaitOptions:
@@ -82,6 +100,7 @@ def start_plan(
     engine_version: str | None = None,
     on_progress: Progress = _quiet,
 ) -> RunMeta:
+    plan = for_release(plan, engine_version)
     return start_run(
         node,
         plan.host,
@@ -116,7 +135,9 @@ def check_preflight(
     node: Node, plan: DeployPlan, *, restart: bool, current: RunMeta | None
 ) -> PreflightReport:
     """Preflight for a deploy: raise PreflightError (nothing launched) when a check fails."""
-    report = preflight(node, plan.host, plan.deployment, current=current, restart=restart)
+    report = preflight(
+        node, plan.host, plan.deployment, current=current, restart=restart, placement=plan.placement
+    )
     if not report.ok:
         raise PreflightError(
             f"{plan.host.name}: preflight failed; nothing was launched\n{report.text()}",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from firedup.config.secrets import MASK, mask
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, current_run, is_alive
 from firedup.node.base import Node
-from firedup.ops.deploy import DeployPlan
+from firedup.ops.deploy import DeployPlan, for_release
 from firedup.patching import Mode, PatchReport, PatchStatus, sync_patches
 from firedup.patching.manifest import find_patches
 from firedup.preflight import PreflightReport, preflight
@@ -78,8 +78,16 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
     if plan.deployment.patches:
         patches = sync_patches(node, plan.host, plan.deployment, mode=Mode.CHECK)
     report = preflight(
-        node, plan.host, plan.deployment, current=current, restart=restart, patches=patches
+        node,
+        plan.host,
+        plan.deployment,
+        current=current,
+        restart=restart,
+        patches=patches,
+        placement=plan.placement,
     )
+    if report.ok:  # the script a deploy would start: for the node's release
+        plan = for_release(plan, report.engine_version)
     return PlanReport(
         plan=plan,
         current=current,

@@ -7,7 +7,9 @@ checks the deployment's patches; the checks themselves are pure (checks.py).
 from __future__ import annotations
 
 from firedup.config.deployment import Deployment
-from firedup.config.inventory import HostSpec
+from firedup.config.inventory import HostSpec, Placement
+from firedup.errors import RenderError
+from firedup.launch.render import render_launch
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
 from firedup.patching import Mode, PatchReport, sync_patches
@@ -26,6 +28,7 @@ def preflight(
     current: RunMeta | None,
     restart: bool = False,
     patches: PatchReport | None = None,
+    placement: Placement | None = None,
 ) -> PreflightReport:
     """Look at the node (read-only) and judge the launch. Raises nothing for a failed check:
     the report says; the caller decides (deploy refuses, plan prints)."""
@@ -39,7 +42,28 @@ def preflight(
         our_sid=current.pid if current else None,
         our_run=current.run_id if current else None,
         restart=restart,
+        **_rendered(host, deployment, placement, facts),
     )
     return PreflightReport(
         host=host.name, checks=run_checks(situation), engine_version=facts.engine_version
     )
+
+
+def _rendered(
+    host: HostSpec, deployment: Deployment, placement: Placement | None, facts: NodeFacts
+) -> dict[str, str | None]:
+    """The script as a deploy would render it for the node's release (pure), or why not."""
+    if not facts.engine_version:
+        return {}
+    try:
+        script = render_launch(
+            host,
+            deployment,
+            run_id="preflight",
+            rundir=host.workdir,
+            placement=placement,
+            engine_version=facts.engine_version,
+        )
+    except RenderError as exc:
+        return {"render_error": str(exc)}
+    return {"script": script.text}

@@ -7,32 +7,20 @@ Each predicts a launch failure that would otherwise cost a 30-minute wait (engin
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV, Deployment
+from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.engine import Engine
-from firedup.patching import PatchReport, PatchStatus
+from firedup.patching import PatchStatus
 from firedup.preflight.context import architectures, derived_context_length
-from firedup.preflight.facts import NodeFacts
+from firedup.preflight.flagcheck import check_engine_flags
 from firedup.preflight.gaps import GAPS
 from firedup.preflight.model import Check, failed, passed, warned
+from firedup.preflight.situation import Situation
 
 GIB = 1024**3
 MIN_DISK_BYTES = 1 * GIB
 WARN_DISK_BYTES = 5 * GIB
 REQUIRED_TOOLS = ("setsid", "nohup", "tail", "ps")
-
-
-@dataclass(frozen=True)
-class Situation:
-    """Everything a check may look at; nothing here touches the node."""
-
-    facts: NodeFacts
-    deployment: Deployment
-    patches: PatchReport | None
-    our_sid: int | None  # the session of our current run on this node, if any runs
-    our_run: str | None
-    restart: bool
 
 
 def check_tools(s: Situation) -> Check:
@@ -279,6 +267,7 @@ def check_disk(s: Situation) -> Check:
 CHECKS: tuple[Callable[[Situation], Check], ...] = (
     check_tools,
     check_engine,
+    check_engine_flags,
     check_models,
     check_context,
     check_model_hooks,

@@ -54,6 +54,16 @@ class GpuApp:
 
 
 @dataclass(frozen=True)
+class EngineArgs:
+    """The installed engine's flags, read from its own server-args source (argscan)."""
+
+    files: tuple[str, ...]
+    flags: dict[str, list[str] | None]
+    speculative_methods: tuple[str, ...] | None
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     python_version: str
     engine_importable: bool
@@ -71,11 +81,28 @@ class NodeFacts:
     disk_path: str
     disk_free_bytes: int
     tools: dict[str, str | None] = field(default_factory=dict)
+    engine_args: EngineArgs | None = None
 
 
 @cache
 def _snippet() -> str:
-    return resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8")
+    """argscan.py, then node_facts.py: one program for the node's python (stdlib only)."""
+    argscan = resources.files("firedup.releases").joinpath("argscan.py").read_text("utf-8")
+    facts = resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8")
+    return argscan + "\n" + facts.replace("from __future__ import annotations\n", "", 1)
+
+
+def parse_engine_args(raw: Any) -> EngineArgs | None:
+    if not isinstance(raw, dict):
+        return None
+    if "error" in raw:
+        return EngineArgs((), {}, None, error=str(raw["error"]))
+    methods = raw.get("speculative_methods")
+    return EngineArgs(
+        files=tuple(raw.get("files") or ()),
+        flags=dict(raw.get("flags") or {}),
+        speculative_methods=tuple(methods) if methods else None,
+    )
 
 
 def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
@@ -116,6 +143,7 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         disk_path=disk["path"],
         disk_free_bytes=int(disk["free_bytes"]),
         tools=dict(data["tools"]),
+        engine_args=parse_engine_args(engine.get("args")),
     )
 
 

@@ -33,6 +33,10 @@ def engine_facts(name: str) -> dict[str, object]:
         module = __import__(name)
     except Exception as exc:  # a broken install is a fact too
         return {"importable": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
+    try:  # node_flags comes from firedup/releases/argscan.py, shipped ahead of this file
+        args: object = globals()["node_flags"](list(getattr(module, "__path__", [])), name)
+    except Exception as exc:
+        args = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     version = getattr(module, "__version__", None)
     try:
         from importlib import metadata
@@ -41,7 +45,7 @@ def engine_facts(name: str) -> dict[str, object]:
     except Exception:
         pass
     path = os.path.dirname(getattr(module, "__file__", "") or "")
-    return {"importable": True, "version": version, "path": path}
+    return {"importable": True, "version": version, "path": path, "args": args}
 
 
 def model_facts(path: str) -> dict[str, object]:

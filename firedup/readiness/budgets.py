@@ -48,9 +48,9 @@ STALL_HINTS: Mapping[Phase, str] = {
     Phase.LOADING_WEIGHTS: "check disk throughput and that the model path is local, not a slow "
     "network mount; `fab logs` shows the shard bar",
     Phase.CUDA_GRAPH: "a bar at 0/N is JIT work and can sit for minutes; if it never moves, "
-    "try a lower --cuda-graph-max-bs or --disable-cuda-graph",
+    "try a lower cuda_graph_max_bs in the deployment or --disable-cuda-graph",
     Phase.DRAFT_CUDA_GRAPH: "draft capture is often 5x slower than the target's; if it never "
-    "moves, lower --cuda-graph-max-bs",
+    "moves, lower cuda_graph_max_bs in the deployment",
     Phase.WARMUP: "the warmup request has not come back; SGLANG_WARMUP_TIMEOUT (600 s) ends it",
 }
 DEFAULT_STALL_HINT = "no log output for a long time: `fab logs --host HOST` shows the last lines"

@@ -55,3 +55,32 @@ def test_unknown_flag_fails_like_argparse(launch) -> None:  # type: ignore[no-un
     run = launch(bad)
     assert run.wait_exit(20) == 2
     assert "error: unrecognized arguments: --no-such" in run.log()
+
+
+def test_multinode_head_serves_headless_rank_joins_and_dies_with_the_head(launch) -> None:  # type: ignore[no-untyped-def]
+    """vllm serve over two nodes (vLLM >= 0.12): rank 0 serves once rank 1 has joined at
+    --master-addr:--master-port; rank 1 (--headless) runs its workers only and exits when
+    rank 0 is gone."""
+    from tests.sim.simhelp import simrun
+
+    master = str(simrun.free_port())
+    common = ("sim/models/tiny-llama", "-tp", "4", "--nnodes", "2", "--master-addr", "127.0.0.1")
+
+    def node(rank: int, *extra: str) -> scenarios.Scenario:
+        args = (*common, "--node-rank", str(rank), "--master-port", master, *extra)
+        return scenarios.Scenario(f"mn{rank}", "vllm", args, "ready")
+
+    head = launch(node(0))
+    assert head.wait_text("Initializing a V1 LLM engine", 30)
+    assert not head.wait_text("Starting to load model", 1.0), "rank 0 waits for rank 1"
+    worker = launch(node(1, "--headless"))
+    assert head.wait_for(lambda: head.http_status("/health") == 200, 60), head.log()
+    assert worker.wait_text("headless multiproc executor, with head node address 127.0.0.1:", 5)
+    assert sorted(cmdline(pid) for pid in children(worker.pid)) == [
+        "VLLM::Worker_TP2",
+        "VLLM::Worker_TP3",
+    ]
+    assert "Starting vLLM server" not in worker.log() and not listening(worker.port)
+    head.stop()
+    assert worker.wait_exit(30) == 1
+    assert "Connection to the head node 127.0.0.1:" in worker.log()

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 
 from firedup_sim import modelinfo
-
 from sglang.srt._sim_stubs import PretrainedConfig
 from sglang.srt.environ import envs
 

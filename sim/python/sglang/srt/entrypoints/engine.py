@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from firedup_sim import clock, events
-
 from sglang.srt.managers.detokenizer_manager import run_detokenizer_process
 from sglang.srt.managers.scheduler import run_scheduler_process
 from sglang.srt.utils import kill_process_tree

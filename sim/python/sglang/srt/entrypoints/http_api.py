@@ -13,7 +13,6 @@ from typing import Any
 
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
-
 from sglang.srt.environ import envs
 from sglang.version import __version__
 

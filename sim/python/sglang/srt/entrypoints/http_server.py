@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
@@ -12,11 +13,11 @@ import urllib.request
 from typing import Any
 
 from firedup_sim import clock, events, modelinfo, uvicorn_like
-
 from sglang.srt.entrypoints import http_api
 from sglang.srt.entrypoints.engine import _launch_subprocesses
 from sglang.srt.server_args import set_global_server_args
 from sglang.srt.utils import configure_logger, get_exception_traceback, kill_process_tree
+from sglang.version import __version_tuple__
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,10 @@ def running_phase_sigquit_handler(signum: Any = None, frame: Any = None) -> None
 def launch_server(server_args: Any) -> None:
     configure_logger(server_args)
     set_global_server_args(server_args)
-    logger.info(f"{server_args=}")
+    if __version_tuple__ >= (0, 5, 19):  # the resolved fields as a dict from 0.5.19
+        logger.info(f"server_args={dataclasses.asdict(server_args)}")
+    else:
+        logger.info(f"{server_args=}")
     _check_model_path(server_args.model_path)
     if server_args.speculative_draft_model_path:
         _check_model_path(server_args.speculative_draft_model_path)

@@ -6,7 +6,6 @@ import signal
 from typing import Any
 
 from firedup_sim import clock, proctitle
-
 from sglang.srt.utils import configure_logger, kill_itself_when_parent_died
 
 

@@ -10,7 +10,6 @@ import sys
 from typing import Any
 
 from firedup_sim import proctitle
-
 from sglang.srt.distributed import parallel_state
 from sglang.srt.managers.scheduler_loop import SchedulerLoop
 from sglang.srt.managers.tp_worker import TpModelWorker

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from firedup_sim import gpustate
-
 from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.model_executor.model_runner import ModelRunner
 

@@ -8,7 +8,6 @@ from typing import Any
 
 from firedup_sim import clock, faults
 from firedup_sim.bar import Bar
-
 from sglang.srt._sim_torch import OutOfMemoryError
 from sglang.srt.distributed import parallel_state
 from sglang.srt.utils import get_available_gpu_memory

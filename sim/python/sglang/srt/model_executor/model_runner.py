@@ -8,7 +8,6 @@ import time
 
 from firedup_sim import clock, faults, gpustate
 from firedup_sim.bar import Bar
-
 from sglang.srt._sim_torch import OutOfMemoryError
 from sglang.srt.configs.model_config import ModelConfig
 from sglang.srt.distributed import parallel_state
@@ -21,6 +20,10 @@ from sglang.version import __version_tuple__
 logger = logging.getLogger(__name__)
 
 NEW_DIALECT = __version_tuple__ >= (0, 5, 23)
+# Read off the wheels (firedup/releases/conformance.json): "KV Cache is allocated" is gone
+# from 0.5.17 ("Memory pool end" stays), the init_torch_distributed lines from 0.5.21.
+LOGS_KV_ALLOCATED = __version_tuple__ < (0, 5, 17)
+LOGS_INIT_DISTRIBUTED = __version_tuple__ < (0, 5, 21)
 
 
 def default_mem_fraction(server_args: ServerArgs) -> float:
@@ -79,7 +82,8 @@ class ModelRunner:
             self.model.set_eagle3_layers_to_capture(self.eagle_aux_hidden_state_layer_ids)
 
     def init_torch_distributed(self) -> float:
-        logger.info("Init torch distributed begin.")
+        if LOGS_INIT_DISTRIBUTED:
+            logger.info("Init torch distributed begin.")
         tic = time.perf_counter()
         before = get_available_gpu_memory(self.gpu_id)
         clock.sleep(0.15 if not self.is_draft_worker else 0.05)
@@ -87,10 +91,11 @@ class ModelRunner:
             parallel_state.init_distributed_environment(self.tp_size, self.tp_rank)
             self.holder.add_gb(0.35)
         after = get_available_gpu_memory(self.gpu_id)
-        logger.info(
-            f"Init torch distributed ends. elapsed={time.perf_counter() - tic:.2f} s, "
-            f"mem usage={before - after:.2f} GB"
-        )
+        if LOGS_INIT_DISTRIBUTED:
+            logger.info(
+                f"Init torch distributed ends. elapsed={time.perf_counter() - tic:.2f} s, "
+                f"mem usage={before - after:.2f} GB"
+            )
         return after
 
     def load_model(self) -> None:
@@ -154,18 +159,17 @@ class ModelRunner:
         clock.sleep(0.05)
         kv_gb = self.max_total_num_tokens * per_token / 1024**3
         self.holder.add_gb(kv_gb)
-        dtype = "dtype: torch.bfloat16, " if NEW_DIALECT else ""
-        if info.is_mla:
-            logger.info(
-                f"KV Cache is allocated. {dtype}#tokens: {self.max_total_num_tokens}, "
-                f"KV size: {kv_gb:.2f} GB"
-            )
-        else:
-            logger.info(
-                f"KV Cache is allocated. {dtype}#tokens: {self.max_total_num_tokens}, "
-                f"K size: {kv_gb / 2:.2f} GB, V size: {kv_gb / 2:.2f} GB"
-            )
+        if LOGS_KV_ALLOCATED:
+            self._log_kv_allocated(info.is_mla, kv_gb)
         logger.info(f"Memory pool end. avail mem={get_available_gpu_memory(self.gpu_id):.2f} GB")
+
+    def _log_kv_allocated(self, is_mla: bool, kv_gb: float) -> None:
+        dtype = "dtype: torch.bfloat16, " if NEW_DIALECT else ""
+        if is_mla:
+            sizes = f"KV size: {kv_gb:.2f} GB"
+        else:
+            sizes = f"K size: {kv_gb / 2:.2f} GB, V size: {kv_gb / 2:.2f} GB"
+        logger.info(f"KV Cache is allocated. {dtype}#tokens: {self.max_total_num_tokens}, {sizes}")
 
     def init_device_graphs(self) -> None:
         if self.server_args.disable_cuda_graph:

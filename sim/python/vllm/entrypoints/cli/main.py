@@ -1,11 +1,11 @@
-"""The `vllm` console script; `vllm serve MODEL [flags]` is simulated."""
+"""The `vllm` console script; `vllm serve MODEL [flags]` is simulated, `--headless` included."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from vllm.engine_args import add_server_args
+from vllm.entrypoints.common.cli_args import make_arg_parser
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -18,11 +18,14 @@ def main(argv: list[str] | None = None) -> None:
         usage="vllm serve [model_tag] [options]",
         help="Launch a local OpenAI-compatible API server to serve LLM",
     )
-    serve.add_argument("model_tag", type=str, nargs="?", help="The model tag to serve")
-    serve.add_argument("--model", type=str, default=None)
-    add_server_args(serve)
+    make_arg_parser(serve)
     args = parser.parse_args(argv)
     args.model = args.model_tag or args.model or "Qwen/Qwen3-0.6B"
+    if args.headless:  # cli/serve.py: ranks > 0 of a multi-node launch run workers only
+        from vllm.entrypoints.cli.serve import run_headless
+
+        run_headless(args)
+        return
     from vllm.entrypoints.openai.api_server import serve as serve_api
 
     serve_api(args, serve)

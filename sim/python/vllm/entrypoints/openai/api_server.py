@@ -13,7 +13,7 @@ from typing import Any
 from firedup_sim import events, modelinfo, proctree, uvicorn_like
 
 from vllm import logger as vlogger
-from vllm.engine_args import add_server_args, non_default_args
+from vllm.entrypoints.common.cli_args import make_arg_parser, non_default_args
 from vllm.entrypoints.openai import routes
 from vllm.v1.engine.core import run_engine_core
 from vllm.version import __version__
@@ -132,10 +132,11 @@ def _serve(args: Any, server: Any, host: str, client: Any, server_up: Any) -> No
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="api_server.py")
-    parser.add_argument("--model", type=str, default="facebook/opt-125m")
-    add_server_args(parser)
+    parser = make_arg_parser(argparse.ArgumentParser(prog="api_server.py"))
     args = parser.parse_args(argv)
+    # The module always starts a full API server, --headless or not (vLLM 0.33
+    # launchers/api_server/entry.py): only `vllm serve --headless` runs workers alone.
+    args.model = args.model_tag or args.model or "facebook/opt-125m"
     serve(args, parser)
 
 

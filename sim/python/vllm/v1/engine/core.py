@@ -8,7 +8,7 @@ import time
 import traceback
 from typing import Any
 
-from firedup_sim import clock, faults, gpustate, proctitle
+from firedup_sim import clock, faults, gpustate, proctitle, rendezvous
 
 from vllm import logger as vlogger
 from vllm.v1.executor import multiproc_executor
@@ -17,6 +17,10 @@ from vllm.version import __version__
 core_log = vlogger.SourceLogger("core.py")
 kv_log = vlogger.SourceLogger("kv_cache_utils.py")
 exec_log = vlogger.SourceLogger("multiproc_executor.py")
+
+
+# The headless nodes' connections, held open for the engine's life: they see it die.
+_PEERS: list[Any] = []
 
 
 class WorkerDied(Exception):
@@ -63,14 +67,21 @@ def _config(args: Any) -> str:
 
 
 def _log_kv(args: Any, tokens: int) -> None:
-    kv_log.info(1087, f"GPU KV cache size: {tokens:,} tokens")
+    # One line in 0.33 (kv_cache_utils.py `update_kv_cache_capacity`, "%s KV cache size").
     length = args.max_model_len_resolved
     kv_log.info(
-        1091, f"Maximum concurrency for {length:,} tokens per request: {tokens / length:.2f}x"
+        1148,
+        f"GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {length:,} tokens per "
+        f"request: {tokens / length:.2f}x",
     )
 
 
 def _start(args: Any, server_up: Any) -> list[tuple[Any, Any]]:
+    if args.nnodes > 1:
+        # The head waits for every headless node at --master-addr:--master-port (torch's
+        # process group): a node that never comes leaves it silent here, as NCCL would.
+        addr = f"{args.master_addr}:{args.master_port}"
+        _PEERS.extend(rendezvous.rendezvous(addr, args.nnodes, 0, hold=True))
     if args.tensor_parallel_size == 1:
         holder = gpustate.Holder(0, "VLLM::EngineCore")
         info = multiproc_executor.run_steps(args, 0, None, holder, None)

@@ -17,7 +17,7 @@ log = vlogger.SourceLogger("multiproc_executor.py")
 CRASH_AFTER_READY_S = 2.0
 
 
-def run_worker(args: Any, rank: int, barrier: Any, conn: Any, server_up: Any) -> None:
+def run_worker(args: Any, rank: int, gpu: int, barrier: Any, conn: Any, server_up: Any) -> None:
     for sig in (signal.SIGQUIT, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, signal.SIG_DFL)
     title = f"VLLM::Worker_TP{rank}"
@@ -25,7 +25,7 @@ def run_worker(args: Any, rank: int, barrier: Any, conn: Any, server_up: Any) ->
     proctitle.die_with_parent()
     vlogger.configure(f"Worker_TP{rank}")
     try:
-        info = run_steps(args, rank, barrier, gpustate.Holder(rank, title), conn)
+        info = run_steps(args, rank, barrier, gpustate.Holder(gpu, title), conn)
         conn.send({"stage": "ready", **info})
     except Exception:
         log.error(772, "WorkerProc failed to start.\n" + traceback.format_exc().rstrip())
@@ -59,17 +59,26 @@ def run_steps(args: Any, rank: int, barrier: Any, holder: Any, conn: Any) -> dic
     return {"tokens": tokens}
 
 
+def local_ranks(args: Any) -> range:
+    """The TP ranks on this node: tp is spread over --nnodes, node by node."""
+    per_node = max(1, args.tensor_parallel_size // max(1, args.nnodes))
+    first = per_node * args.node_rank
+    return range(first, first + per_node)
+
+
 def start_workers(args: Any, server_up: Any) -> list[tuple[Any, Any]]:
     ctx = mp.get_context("fork")
-    tp = args.tensor_parallel_size
-    barrier = ctx.Barrier(tp)
+    ranks = local_ranks(args)
+    barrier = ctx.Barrier(len(ranks))
     workers = []
     sys.stdout.flush()
     sys.stderr.flush()
-    for rank in range(tp):
+    for gpu, rank in enumerate(ranks):
         parent_conn, child_conn = ctx.Pipe()
         proc = ctx.Process(
-            target=run_worker, args=(args, rank, barrier, child_conn, server_up), daemon=True
+            target=run_worker,
+            args=(args, rank, gpu, barrier, child_conn, server_up),
+            daemon=True,
         )
         proc.start()
         child_conn.close()
