@@ -148,21 +148,27 @@ def _e2e(samples: list[dict[str, Any]]) -> str:
     return table(headers, rows)
 
 
-def _fleet_row(s: dict[str, Any], what: str, base: float | None) -> list[str] | None:
+def _fleet_row(s: dict[str, Any], what: str, one: dict[str, Any] | None) -> list[str] | None:
     runs = s[what]
     if not runs:
         return None
-    wall = median(r["wall_s"] for r in runs)
-    n = s["hosts"]
+    wall, n = median(r["wall_s"] for r in runs), s["hosts"]
+    cpu, rss = median(r["cpu_s"] for r in runs), median(r["peak_rss_mb"] for r in runs)
+    keys = ("wall_s", "cpu_s", "peak_rss_mb")
+    base = [median(r[k] for r in one[what]) for k in keys] if one else None
+    marginal = "—"
+    if base and n > 1 and cpu is not None and rss is not None and None not in base:
+        extra_cpu, extra_mb = (cpu - base[1]) / (n - 1), (rss - base[2]) / (n - 1)  # type: ignore[operator]
+        marginal = f"{extra_cpu:.3f}s / {1000 * extra_mb:.0f} KB"
     return [
         what,
         str(n),
         fmt(wall),
-        ratio(wall, base),
+        ratio(wall, base[0] if base else None),
         str(all(r["ok"] for r in runs)),
-        fmt(median(r["cpu_s"] for r in runs)),
-        fmt(median(r["cpu_s"] for r in runs) / n, "s", 3),
-        fmt(median(r["peak_rss_mb"] for r in runs), " MB", 0),
+        fmt(cpu),
+        fmt(rss, " MB", 0),
+        marginal,
         fmt(median(r["node_cpu_s"] for r in runs), "s", 1),
     ]
 
@@ -171,8 +177,7 @@ def _fleet(samples: list[dict[str, Any]]) -> str:
     rows = []
     for what in ("deploy", "status"):
         one = next((s for s in samples if s["hosts"] == 1 and s[what]), None)
-        base = median(r["wall_s"] for r in one[what]) if one else None
-        rows += [r for s in samples if (r := _fleet_row(s, what, base))]
+        rows += [r for s in samples if (r := _fleet_row(s, what, one))]
     headers = [
         "command",
         "hosts N",
@@ -180,8 +185,8 @@ def _fleet(samples: list[dict[str, Any]]) -> str:
         "T(N)/T(1)",
         "all ok",
         "operator CPU",
-        "operator CPU per host",
         "operator peak RSS",
+        "operator per extra host: CPU / RSS",
         "node side CPU (same 2 cores)",
     ]
     return table(headers, rows)

@@ -4,9 +4,18 @@ Every tool reaches the sshd through a `SlowLink` relay (tests/slowlink.py): one 
 per direction shared by every connection through it, like one access link, plus 50 ms each
 way. Links: 1 MB/s, 200 KB/s, 150 KB/s. Logs: quiet (the engine's own ~10 KB) and noisy
 (bench/nodeside/noisy-python writes NOISE_MB of NCCL INFO lines into the run's log from the
-launch). The engine runs at FIREDUP_SIM_SPEED=0.25 (ready ~7 s after launch; the oom_load crash
-~3 s). "unread at the event": log bytes written before the event that the wait had not yet
-classified (sampled from the wait's own log feed), the backlog that made the old wait late.
+launch, all of it within about a second). The engine runs at FIREDUP_SIM_SPEED=0.25 (ready ~7 s
+after launch; the oom_load crash ~3 s). "not yet classified in order": log bytes written before
+the event that the node's in-order classifier had not reached (sampled from the wait's own log
+feed): the backlog that made the old wait late. The node reader peeks at the log's end while
+it is behind, so the verdict is sent before that backlog is worked through. Wire bytes are the
+SSH connection's from the node to the operator, handshake included; the reader's sources go
+the other way once per wait (about 24 KB).
+
+Before the log was read on the node (issue 17, the same relay, 30 MB log), the wait streamed
+the whole log: ready 31.9 s and crash 41.5 s after the event at 1 MB/s, 168 s and 213 s at
+200 KB/s, and at 150 KB/s the crash was never reported (each read of the log's end timed out
+and was retried from the same offset until the deadline).
 """
 
 from __future__ import annotations
@@ -279,7 +288,7 @@ def render_slowlink(samples: list[dict[str, Any]]) -> str:
                 _cell(pick("firedup", "crash")),
                 fmt(unread / 1e3 if unread is not None else None, " KB", 0),
                 fmt(median(s["wire_from_node"] for s in fire) / 1e6, " MB", 3)
-                + f" ({100 * (wire or 0):.2f}% of log)",
+                + (f" ({100 * (wire or 0):.2f}% of log)" if log_mb > 1e6 else ""),
                 fmt(cpu, "%", 1),
                 f"{_cell(pick('loop 1s', 'ready'))} / {_cell(pick('loop 1s', 'crash'))}",
                 _cell(pick("ansible wait_for", "ready")),
@@ -290,7 +299,7 @@ def render_slowlink(samples: list[dict[str, Any]]) -> str:
         "log",
         "firedup ready",
         "firedup crash",
-        "unread at the event",
+        "log not yet classified in order at the event",
         "firedup wire, node→operator",
         "node CPU (firedup)",
         "1 s loop ready / crash",
