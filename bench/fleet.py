@@ -94,7 +94,7 @@ def timed_fab(rig: Rig, *args: str, ok: Callable[[int, str], bool]) -> Timed:
         peak_rss_mb=usage.ru_maxrss / 1024,
         node_cpu_s=node_cpu_s(rig.sshd_pid) - cpu0,
         ok=ok(proc.returncode, out),
-        tail=out[-400:] if proc.returncode else "",
+        tail=out[-3000:] if proc.returncode else "",
     )
 
 

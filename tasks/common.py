@@ -110,12 +110,16 @@ def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | Deploy
     if len(names) == 1:
         return {names[0]: _capture(work, names[0])}
     results: dict[str, T | DeployError] = {}
+    bugs: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            results[name] = _capture(work, name)
+        except BaseException as exc:  # a bug: re-raised below with its own traceback
+            bugs.append(exc)
+
     threads = [
-        threading.Thread(
-            target=lambda n=name: results.__setitem__(n, _capture(work, n)),
-            name=f"firedup-{name}",
-            daemon=True,
-        )
+        threading.Thread(target=one, args=(name,), name=f"firedup-{name}", daemon=True)
         for name in names
     ]
     for thread in threads:
@@ -123,6 +127,8 @@ def per_host(names: list[str], work: Callable[[str], T]) -> dict[str, T | Deploy
     for thread in threads:
         while thread.is_alive():
             thread.join(0.2)
+    if bugs:
+        raise bugs[0]
     return {name: results[name] for name in names}
 
 
