@@ -122,10 +122,29 @@ class StartError(DeployError):
     exit_code = 7
 
 
+class SlotTakenError(StartError):
+    """The node and workdir run another host entry's deployment: refused without --force."""
+
+
 class ServerCrashedError(DeployError):
     """The server died, or its log shows a fatal error, while we waited."""
 
     exit_code = 8
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str | None = None,
+        reason: str | None = None,
+        excerpt: tuple[str, ...] = (),
+        log_path: str | None = None,
+    ) -> None:
+        # The same facts as the message, as values, for `--json` readers.
+        super().__init__(message, hint=hint)
+        self.reason = reason
+        self.excerpt = excerpt
+        self.log_path = log_path
 
 
 class NotReadyError(DeployError):

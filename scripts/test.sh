@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh machine: system packages the tests need (openssh-server for
-# the loopback sshd, shellcheck for the rendered scripts), the virtualenv, then lint, types, tests.
+# the loopback sshd, shellcheck for the rendered scripts, tmux for the live display,
+# inotify-tools for the other account's reader in tests/security), the virtualenv, then lint,
+# types, tests.
 # Extra arguments go to pytest (e.g. scripts/test.sh tests/unit -k render).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +11,13 @@ need=()
 command -v shellcheck > /dev/null || need+=(shellcheck)
 command -v ss > /dev/null || need+=(iproute2)
 command -v ps > /dev/null || need+=(procps)
+command -v tmux > /dev/null || need+=(tmux)  # tests/ssh/test_display.py: a real terminal
+# tests/sshreal: login users with zsh and fish shells, the agent and keyscan of the client.
+command -v zsh > /dev/null || need+=(zsh)
+command -v fish > /dev/null || need+=(fish)
+command -v ssh-agent > /dev/null || need+=(openssh-client)
+[ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
+command -v inotifywait > /dev/null || need+=(inotify-tools)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)

@@ -7,23 +7,48 @@ traceback; anything else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
+import fabric
 from invoke.context import Context
 from invoke.exceptions import Exit
 
 from firedup.config.inventory import Inventory, load_inventory
-from firedup.config.secrets import mask
+from firedup.config.secrets import learn_secrets, mask
 from firedup.errors import DeployError, UsageError
 from firedup.node.base import Node
 from firedup.node.gate import CONNECTING, DEFAULT_CONNECTING
 from firedup.node.ssh import open_node
 
 T = TypeVar("T")
+
+# Options that must never be typed by accident: no short flag (invoke would give
+# --force-unlock `-o` on deploy, where -f is --follow, and `-f` on stop).
+LONG_ONLY = frozenset({"force_unlock", "force"})
+
+
+class FiredupTask(fabric.Task):
+    """A fab task whose LONG_ONLY options have no short flag."""
+
+    def arg_opts(self, name: str, default: Any, taken_names: set[str]) -> dict[str, Any]:
+        opts: dict[str, Any] = super().arg_opts(name, default, taken_names)
+        if name in LONG_ONLY:
+            opts["names"] = opts["names"][:1]
+        return opts
+
+
+def task(*args: Any, **kwargs: Any) -> Any:
+    """fabric's @task, with FiredupTask."""
+    kwargs.setdefault("klass", FiredupTask)
+    return fabric.task(*args, **kwargs)
+
 
 HOST_HELP = "inventory host name (see inventory/hosts.yaml)"
 INVENTORY_HELP = "inventory file (default: $FIREDUP_INVENTORY, then inventory/hosts.yaml)"
@@ -46,6 +71,9 @@ def require_host(task: str, host: str | None) -> str:
 
 def connect(c: Context, inventory: Inventory, name: str) -> Node:
     spec = inventory.host(name)
+    # What comes back from the node (logs, status, history) is masked with every secret of
+    # the host's deployment this machine can resolve, not only those this process deployed.
+    learn_secrets(inventory.deployment_for(spec))
     config = getattr(c, "config", None)
     if spec.transport == "ssh" and config is not None and hasattr(config, "connect_kwargs"):
         return open_node(spec, config=config)
@@ -62,15 +90,65 @@ def connected(c: Context, inventory: Inventory, name: str) -> Iterator[Node]:
         node.close()
 
 
+# `fab status | head -2`: the reader left; like any Unix tool, stop quietly (128 + SIGPIPE).
+PIPE_CLOSED_EXIT = 141
+
+
 @contextmanager
 def reporting() -> Iterator[None]:
     """Turn expected failures into one message on stderr and the error's exit code."""
     try:
         yield
     except DeployError as exc:
-        raise Exit(mask(f"firedup: {exc}"), code=exc.exit_code) from None
+        raise Exit(fitted(mask(f"firedup: {exc}"), sys.stderr), code=exc.exit_code) from None
     except KeyboardInterrupt:
         raise Exit("firedup: interrupted", code=130) from None
+    except BrokenPipeError:
+        # Point stdout at /dev/null so the interpreter's last flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        raise Exit(code=PIPE_CLOSED_EXIT) from None
+
+
+def number(option: str, value: object, default: float, *, minimum: float = 0) -> float:
+    """An option's number, checked here: invoke's own int()/float() would end in a traceback.
+
+    `value` is what invoke handed over (a string, or None when the option was not given)."""
+    if value is None:
+        return default
+    try:
+        parsed = float(str(value))
+    except ValueError:
+        raise UsageError(f"--{option}: expected a number, got {value!r}") from None
+    if not parsed >= minimum or parsed == float("inf"):  # NaN fails every comparison
+        raise UsageError(f"--{option} must be a number of at least {minimum:g}, got {value!r}")
+    return parsed
+
+
+def whole(option: str, value: object, default: int, *, minimum: int = 0) -> int:
+    """A whole-number option (lines, seconds), checked like `number`."""
+    parsed = number(option, value, default, minimum=minimum)
+    if parsed != int(parsed):
+        raise UsageError(f"--{option}: expected a whole number, got {value!r}")
+    return int(parsed)
+
+
+def fitted(text: str, stream: TextIO) -> str:
+    """On a terminal, each line broken to its width (continuations indented): the terminal
+    never wraps our lines. Anywhere else, the text as it is."""
+    if not stream.isatty():
+        return text
+    width = max(20, shutil.get_terminal_size().columns - 1)
+    return "\n".join(
+        textwrap.fill(
+            line,
+            width=width,
+            subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+            break_on_hyphens=False,
+        )
+        or line
+        for line in text.splitlines()
+    )
 
 
 MAX_PARALLEL_HELP = (

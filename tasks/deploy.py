@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
-from fabric import task
 from invoke.context import Context
 
 from firedup.config.inventory import Inventory
@@ -24,7 +23,7 @@ from firedup.ops.deploy import (
     wait_options,
 )
 from firedup.ops.history import Action
-from firedup.ops.multinode import Rank, apply_multinode, wait_multinode
+from firedup.ops.multinode import Rank, apply_multinode, wait_recorded
 from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
 from firedup.readiness.watch import WaitStatus
@@ -33,20 +32,26 @@ from tasks.common import (
     MAX_PARALLEL_HELP,
     connect,
     connected,
+    fitted,
     get_inventory,
     limit_connecting,
+    number,
     per_host,
     reporting,
     require_host,
     say,
+    task,
+    whole,
 )
 from tasks.plan import show_plan
-from tasks.progress import Board, HostView
+from tasks.progress import Board, HostView, Mode, Output
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
 POLL_HELP = "seconds between looks at process, port and health (the log streams; default 1)"
 FOLLOW_HELP = "print the server log as it arrives"
+JSON_HELP = "one JSON object per event on stdout (docs/events.md); nothing else there"
+PLAIN_HELP = "plain lines, one per change, even on a terminal (no live display)"
 UNLOCK_HELP = "take the node's lock even if another operation holds it (ends its holder)"
 
 
@@ -60,15 +65,31 @@ def _ready_message(key: str, status: WaitStatus) -> str:
 
 
 def _hooks(view: HostView) -> WaitHooks:
-    # The raw log crosses the link only when asked for (--follow): the wait itself reads it
-    # on the node.
+    # The raw log crosses the link only when asked for (--follow): the wait reads it on the
+    # node (firedup.readiness.nodeside) and gets states, not bytes.
     if view.board.follow:
-        return WaitHooks(on_status=view.status, on_log=view.log, on_reconnect=view.message)
-    return WaitHooks(on_status=view.status, on_reconnect=view.message)
+        return WaitHooks(
+            on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
+        )
+    return WaitHooks(on_status=view.status, on_scan=view.scan, on_reconnect=view.reconnect)
 
 
-def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
+class Launches(dict[str, RunMeta]):
+    """The runs started so far, per host, and the hosts whose start had begun (its answer, the
+    pid, may not have come back yet)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.launching: set[str] = set()
+
+
+def _interrupted(started: Launches, selector: str) -> WaitInterrupted:
     """Ctrl-C stops waiting, never the servers: say so and how to come back."""
+    if not started and not started.launching:
+        return WaitInterrupted(
+            "interrupted before the launch (preflight or patches); no server was started",
+            hint=f"`fab deploy --host {selector}` when ready",
+        )
     if not started:
         # The start may have run on the node before its answer reached us: do not deny it.
         return WaitInterrupted(
@@ -85,14 +106,16 @@ def _interrupted(started: dict[str, RunMeta], selector: str) -> WaitInterrupted:
     )
 
 
-def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
-    """One host: its message or its error. Several: a table, exit non-zero on any failure."""
+def _finish(results: dict[str, WaitStatus | DeployError], quiet: bool = False) -> None:
+    """One host: its message or its error. Several: a table, exit non-zero on any failure.
+    `quiet` (--json): stdout carries only the events; errors still go to stderr."""
     failures = {h: r for h, r in results.items() if isinstance(r, DeployError)}
     if len(results) == 1:
         ((key, only),) = results.items()
         if isinstance(only, DeployError):
             raise only
-        say(_ready_message(key, only))
+        if not quiet:
+            say(fitted(_ready_message(key, only), sys.stdout))
         return
     rows = []
     for host, result in results.items():
@@ -108,7 +131,8 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
                     f"port {result.run.port}, {result.elapsed_s:.0f}s",
                 ]
             )
-    say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
+    if not quiet:
+        say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
     if failures:
         codes = {e.exit_code for e in failures.values()}
         code = codes.pop() if len(codes) == 1 else 1
@@ -119,7 +143,7 @@ def _finish(results: dict[str, WaitStatus | DeployError]) -> None:
         sys.exit(code)
 
 
-Work = Callable[[Context, Inventory, list[str], HostView, dict[str, RunMeta]], WaitStatus]
+Work = Callable[[Context, Inventory, list[str], HostView, Launches], WaitStatus]
 
 
 def units_of(inv: Inventory, selector: str) -> list[list[str]]:
@@ -144,21 +168,27 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
 
 
 def _run_fleet(
-    c: Context, inv: Inventory, selector: str, follow: bool, work: Work, max_parallel: int = 0
+    c: Context, inv: Inventory, selector: str, output: Output, work: Work, max_parallel: int = 0
 ) -> None:
     limit_connecting(c, max_parallel)
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
-    board = Board(list(units), follow=follow)
-    started: dict[str, RunMeta] = {}
+    mode = output.mode()
+    board = Board(list(units), follow=output.follow, mode=mode)
+    started = Launches()
     try:
         results = per_host(
-            list(units), lambda key: work(c, inv, units[key], board.view(key), started)
+            list(units),
+            lambda key: board.watch(
+                key, lambda: work(c, inv, units[key], board.view(key), started)
+            ),
         )
     except KeyboardInterrupt:
-        raise _interrupted(started, ",".join(units)) from None
+        error = _interrupted(started, ",".join(units))
+        board.interrupted(error)
+        raise error from None
     finally:
         board.close()
-    _finish(results)
+    _finish(results, quiet=mode is Mode.JSON)
 
 
 def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:
@@ -175,9 +205,23 @@ def _close(ranks: list[Rank]) -> None:
         rank.node.close()
 
 
+MIN_POLL_S = 0.1  # --poll 0 would look at the node in a busy loop
+
+
+def _knobs(timeout: str | None, poll: str | None) -> tuple[int, float]:
+    """--timeout and --poll, checked before anything is contacted."""
+    return whole("timeout", timeout, 0), number("poll", poll, 1.0, minimum=MIN_POLL_S)
+
+
+def _started(view: HostView, started: dict[str, RunMeta], run: RunMeta) -> None:
+    if run.host == view.host.split(",")[0]:  # a multi-node unit is one wait, told by rank 0
+        view.started(run)
+    started[run.host] = run
+
+
 def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
     def work(
-        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
     ) -> WaitStatus:
         deployment = inv.deployment_for(inv.host(unit[0]))
         wait = wait_options(deployment, float(timeout), float(poll))
@@ -190,7 +234,8 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                     _hooks(view),
                     how=options,
                     on_progress=lambda host, m: view.message(f"{host}: {m}"),
-                    on_started=lambda run: started.__setitem__(run.host, run),
+                    on_started=lambda run: _started(view, started, run),
+                    on_launching=started.launching.add,
                 )
             return apply_deploy(
                 ranks[0].node,
@@ -199,7 +244,8 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
                 _hooks(view),
                 how=options,
                 on_progress=view.message,
-                on_started=lambda run: started.__setitem__(run.host, run),
+                on_started=lambda run: _started(view, started, run),
+                on_launching=started.launching.add,
             )
         finally:
             _close(ranks)
@@ -215,6 +261,8 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
         "force-unlock": UNLOCK_HELP,
         "max-parallel": MAX_PARALLEL_HELP,
@@ -225,22 +273,31 @@ def deploy(
     host: str | None = None,
     inventory: str | None = None,
     restart: bool = False,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
     max_parallel: int = 0,
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
+        knobs = _knobs(timeout, poll)
         selector = require_host("deploy", host)
         if dry_run:
             show_plan(c, selector, inventory, restart)
             return
         how = DeployOptions(restart=restart, force_unlock=force_unlock)
-        work = _deploy_one(how, timeout, poll)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, work, max_parallel)
+        _run_fleet(
+            c,
+            get_inventory(c, inventory),
+            selector,
+            Output(follow, json, plain),
+            _deploy_one(how, *knobs),
+            max_parallel,
+        )
 
 
 @task(
@@ -250,6 +307,8 @@ def deploy(
         "timeout": TIMEOUT_HELP,
         "poll": POLL_HELP,
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
         "force-unlock": UNLOCK_HELP,
     }
 )
@@ -257,17 +316,25 @@ def restart(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
     force_unlock: bool = False,
 ) -> None:
     """Stop the running server and deploy it again (preflight, patches, start, wait)."""
     with reporting():
+        knobs = _knobs(timeout, poll)
         selector = require_host("restart", host)
         how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
-        work = _deploy_one(how, timeout, poll)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, work)
+        _run_fleet(
+            c,
+            get_inventory(c, inventory),
+            selector,
+            Output(follow, json, plain),
+            _deploy_one(how, *knobs),
+        )
 
 
 @task(
@@ -326,13 +393,13 @@ def start(
 
 def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
     def work(
-        c: Context, inv: Inventory, unit: list[str], view: HostView, started: dict[str, RunMeta]
+        c: Context, inv: Inventory, unit: list[str], view: HostView, started: Launches
     ) -> WaitStatus:
         deployment = inv.deployment_for(inv.host(unit[0]))
         options = wait_options(deployment, float(timeout), float(poll))
         ranks = _ranks(c, inv, unit)
         try:
-            runs = []
+            runs: list[RunMeta] = []
             for rank in ranks:
                 spec = rank.plan.host
                 meta = (
@@ -342,10 +409,12 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                     raise StartError(
                         f"{spec.name}: nothing was started here yet", hint="`fab deploy` it"
                     )
+                if not runs:
+                    view.started(meta)
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
-            return wait_multinode(ranks, runs, options, _hooks(view))
+            return wait_recorded(ranks, runs, options, _hooks(view))
         finally:
             _close(ranks)
 
@@ -360,18 +429,24 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
         "poll": POLL_HELP,
         "run": "run id to wait for (default: the current run)",
         "follow": FOLLOW_HELP,
+        "json": JSON_HELP,
+        "plain": PLAIN_HELP,
     }
 )
 def wait(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    timeout: int = 0,
-    poll: float = 1.0,
+    timeout: str | None = None,
+    poll: str | None = None,
     run: str | None = None,
     follow: bool = False,
+    json: bool = False,
+    plain: bool = False,
 ) -> None:
     """Wait until the current run is ready (re-attaches from any machine)."""
     with reporting():
         selector = require_host("wait", host)
-        _run_fleet(c, get_inventory(c, inventory), selector, follow, _wait_one(timeout, poll, run))
+        knobs = _knobs(timeout, poll)
+        output = Output(follow, json, plain)
+        _run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(*knobs, run))

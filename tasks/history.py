@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from fabric import task
 from invoke.context import Context
 
 from firedup.ops.history import HistoryRecord, read_history
@@ -17,6 +16,8 @@ from tasks.common import (
     reporting,
     require_host,
     say,
+    task,
+    whole,
 )
 
 HEADERS = ["WHEN (UTC)", "ACTION", "RUN", "OUTCOME", "WHO", "ENGINE", "COMMIT", "SCRIPT", "REASON"]
@@ -52,15 +53,16 @@ def history(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    lines: int = 20,
+    lines: str | None = None,
     json_: bool = False,
 ) -> None:
     """Who deployed, stopped or patched what on a node, and how it ended."""
     with reporting():
+        count = whole("lines", lines, 20, minimum=1)
         name = require_host("history", host)
         inv = get_inventory(c, inventory)
         with connected(c, inv, name) as node:
-            records = read_history(node, inv.host(name), int(lines))
+            records = read_history(node, inv.host(name), count)
         if json_:
             say(json.dumps([r.to_json() for r in records], indent=2))
         elif not records:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import sys
 from json import dumps
 
-from fabric import task
 from invoke.context import Context
 
 from firedup.config.secrets import mask
 from firedup.errors import DeployError
-from firedup.launch.runs import current_run, follow_argv, run_by_id, tail_log
+from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
+from firedup.node.slot import slot_mates
 from firedup.ops.shutdown import StopOutcome, stop_host
 from firedup.ops.status import HostStatus, host_status
 from firedup.ops.status_json import status_json
 from firedup.readiness.report import signals_text, table
+from firedup.readiness.timeline import from_spans, inline_text
 from tasks.common import (
     HOST_HELP,
     INVENTORY_HELP,
@@ -27,6 +28,8 @@ from tasks.common import (
     reporting,
     require_host,
     say,
+    task,
+    whole,
 )
 
 
@@ -51,9 +54,15 @@ def _row(name: str, result: HostStatus | DeployError) -> list[str]:
     ]
 
 
-def _details(result: HostStatus) -> str:
-    """The second line per host: GPUs, patches, the last deploy, serving stats, the lock."""
+def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
+    """The second line per host: whose run it is when another host entry started it, the
+    host entries sharing its slot, GPUs, patches, the last deploy, serving stats, the lock."""
     parts = []
+    run = result.run
+    if run is not None and run.host != result.host:
+        parts.append(f"runs {run.host}'s deployment {run.deployment} (same node and workdir)")
+    if mates:
+        parts.append(f"one slot with {', '.join(mates)}")
     if result.gpus:
         used = sum(g.used_mib for g in result.gpus) / 1024
         total = sum(g.total_mib for g in result.gpus) / 1024
@@ -101,14 +110,17 @@ def status(
                 return host_status(node, spec, inv.deployment_for(spec))
 
         results = per_host(names, one)
+        mates = slot_mates(inv.hosts.values())
         if json:
             say(dumps(status_json(results), indent=2, sort_keys=True))
         else:
             headers = ["HOST", "RUN", "ENGINE", "PORT", "PID", "STATE", "PHASE", "SIGNALS"]
             say(table(headers, [_row(n, r) for n, r in results.items()]))
             for name, result in results.items():
-                if not isinstance(result, DeployError) and _details(result):
-                    say(f"  {name}: {_details(result)}")
+                if not isinstance(result, DeployError) and _details(result, mates[name]):
+                    say(f"  {name}: {_details(result, mates[name])}")
+                if not isinstance(result, DeployError) and result.scan is not None:
+                    say(f"  {name}: timeline {inline_text(from_spans(result.scan.phases))}")
         if any(isinstance(r, DeployError) for r in results.values()):
             sys.exit(3)
 
@@ -119,17 +131,21 @@ def status(
         "inventory": INVENTORY_HELP,
         "grace": "seconds between TERM and KILL (default 20)",
         "force-unlock": "take the node's lock even if another operation holds it",
+        "force": "stop the run even when another host entry sharing this node and workdir "
+        "started it",
     }
 )
 def stop(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    grace: int = 20,
+    grace: str | None = None,
     force_unlock: bool = False,
+    force: bool = False,
 ) -> None:
     """Stop the current run: TERM its process group, KILL after a grace period, confirm."""
     with reporting():
+        grace_s = whole("grace", grace, STOP_GRACE_S)
         inv = get_inventory(c, inventory)
         names = [spec.name for spec in inv.select(require_host("stop", host))]
 
@@ -140,8 +156,9 @@ def stop(
                     node,
                     spec,
                     inv.deployment_for(spec),
-                    grace_s=int(grace),
+                    grace_s=grace_s,
                     force_unlock=force_unlock,
+                    force=force,
                     on_progress=progress(name),
                 )
 
@@ -171,12 +188,13 @@ def logs(
     c: Context,
     host: str | None = None,
     inventory: str | None = None,
-    lines: int = 50,
+    lines: str | None = None,
     run: str | None = None,
     follow: bool = False,
 ) -> None:
     """Print the tail of the current run's server log (--follow: and what comes next)."""
     with reporting():
+        count = whole("lines", lines, 50)
         name = require_host("logs", host)
         inv = get_inventory(c, inventory)
         spec = inv.host(name)
@@ -186,13 +204,11 @@ def logs(
                 say(f"{name}: nothing was started here")
                 return
             if not follow:
-                _write(tail_log(node, meta, int(lines)))
+                _write(tail_log(node, meta, count))
                 return
-            try:
-                for chunk in node.stream(follow_argv(meta, int(lines)), timeout_s=1.0):
-                    _write(chunk)
-            except KeyboardInterrupt:
-                return
+            # Until the server exits (0), or Ctrl-C (130, as docs/exit-codes.md says).
+            for chunk in node.stream(follow_argv(meta, count), timeout_s=1.0):
+                _write(chunk)
 
 
 def _write(data: bytes) -> None:

@@ -48,7 +48,9 @@ class HostSpec(FrozenModel):
     user: str | None = None
     port: Port = 22
     identity_file: Path | None = None
-    known_hosts: Path = Path("~/.ssh/known_hosts")
+    known_hosts: Path = Field(default=Path("~/.ssh/known_hosts"), validate_default=True)
+    ssh_config: Path | None = None  # read alone, like `ssh -F`; default ~/.ssh/config
+    proxy_jump: str | None = None  # `[user@]bastion[:port][,...]`; default ssh_config's
     host_key_policy: KeyPolicy = KeyPolicy.STRICT
     connect_timeout_s: float = Field(default=10.0, gt=0)
     python: str = "python3"
@@ -63,7 +65,7 @@ class HostSpec(FrozenModel):
     def _check_env(cls, value: Any) -> Any:
         return env_map(value) if isinstance(value, Mapping) else value
 
-    @field_validator("identity_file", "known_hosts")
+    @field_validator("identity_file", "known_hosts", "ssh_config")
     @classmethod
     def _expand_user(cls, value: Path | None) -> Path | None:
         return value.expanduser() if value is not None else None
@@ -177,8 +179,45 @@ def _check_nodes(deployment: Deployment, hosts: Mapping[str, HostSpec]) -> None:
             raise ValueError(f"{where}: hosts {', '.join(strays)} run it but are not listed")
 
 
+MAX_YAML_NODES = 100_000  # far above any inventory; a 500-byte alias bomb expands to 10^9
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """YAML loader that refuses duplicate keys: silently keeping the last one hides typos."""
+    """YAML loader that refuses duplicate keys (silently keeping the last one hides typos),
+    keys that are not plain values, and documents whose aliases expand past MAX_YAML_NODES
+    (the stock inventory's `<<: *demo` anchors stay fine: they are counted, not refused)."""
+
+    def compose_document(self) -> Any:
+        node = super().compose_document()
+        if node is None:
+            return node
+        try:
+            size = _expanded_size(node, {})
+        except RecursionError:
+            size = MAX_YAML_NODES + 1
+        if size > MAX_YAML_NODES:
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"the document expands to more than {MAX_YAML_NODES} values through its "
+                "aliases (*name); refusing it",
+                node.start_mark,
+            )
+        return node
+
+
+def _expanded_size(node: yaml.Node, memo: dict[int, int]) -> int:
+    """How many nodes the document has once every alias is expanded; each distinct node is
+    measured once, so a bomb costs as little as its text."""
+    if id(node) in memo:
+        return memo[id(node)]
+    size = 1
+    if isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(child, memo) for child in node.value)
+    elif isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(k, memo) + _expanded_size(v, memo) for k, v in node.value)
+    memo[id(node)] = size = min(size, MAX_YAML_NODES + 1)
+    return size
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
@@ -187,6 +226,14 @@ def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict
         if key_node.tag == "tag:yaml.org,2002:merge":
             continue  # `<<: *anchor` merges; explicit keys beside it override, as YAML says
         key = loader.construct_object(key_node)
+        if not isinstance(key, str | int | float | bool) and key is not None:
+            mark = key_node.start_mark
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"a key must be a plain value, not a {type(key).__name__} (line {mark.line + 1})",
+                mark,
+            )
         if key in seen:
             mark = key_node.start_mark
             raise yaml.constructor.ConstructorError(

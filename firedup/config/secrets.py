@@ -2,9 +2,10 @@
 
 A deployment names its secrets and where the operator's machine holds them (an env var or a
 local file); the inventory never holds a value. Values are resolved on the operator's side,
-written on the node to `<rundir>/secrets.env` (mode 0600, before any byte is written), and
-sourced by the launch script. Everything that prints (plans, errors, records) passes through
-`mask`, which replaces every value resolved in this process with `***`.
+written on the node to `<rundir>/secrets.env` (mode 0600, before any byte is written), sourced
+by the launch script and deleted by it. Everything that prints (plans, errors, records, what
+the node sends back) passes through `mask`, which replaces every value resolved or learned
+(`learn_secrets`) in this process with `***`. See docs/security.md.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import shlex
 import threading
 from collections.abc import Mapping
 
-from firedup.config.deployment import Deployment
+from firedup.config.deployment import Deployment, SecretSource
 from firedup.errors import DeployError
 
 MASK = "***"
@@ -38,31 +39,47 @@ def _remember(value: str) -> None:
             _known.add(value)
 
 
+def _read(deployment: Deployment, name: str, source: SecretSource) -> str:
+    if source.env is not None:
+        if source.env not in os.environ:
+            raise SecretError(
+                f"deployment {deployment.name}: secret {name} comes from the environment "
+                f"variable {source.env}, which is not set here",
+                hint=f"export {source.env}=... before running fab",
+            )
+        return os.environ[source.env]
+    assert source.file is not None
+    path = source.file.expanduser()
+    try:
+        return path.read_text(encoding="utf-8").rstrip("\n")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise SecretError(
+            f"deployment {deployment.name}: secret {name} comes from {path}: {reason}"
+        ) from None
+
+
 def resolve_secrets(deployment: Deployment) -> dict[str, str]:
     """Read each secret from where the operator's machine holds it; remember it for masking."""
     values: dict[str, str] = {}
     for name, source in deployment.secrets.items():
-        if source.env is not None:
-            if source.env not in os.environ:
-                raise SecretError(
-                    f"deployment {deployment.name}: secret {name} comes from the environment "
-                    f"variable {source.env}, which is not set here",
-                    hint=f"export {source.env}=... before running fab",
-                )
-            value = os.environ[source.env]
-        else:
-            assert source.file is not None
-            path = source.file.expanduser()
-            try:
-                value = path.read_text(encoding="utf-8").rstrip("\n")
-            except OSError as exc:
-                raise SecretError(
-                    f"deployment {deployment.name}: secret {name} comes from {path}: "
-                    f"{exc.strerror or exc}"
-                ) from None
-        _remember(value)
-        values[name] = value
+        values[name] = _read(deployment, name, source)
+        _remember(values[name])
     return values
+
+
+def learn_secrets(deployment: Deployment) -> None:
+    """Remember, for masking, every secret of `deployment` this machine can resolve.
+
+    For the commands that print what the node holds (logs, wait, status, history): an engine
+    may log a token, and masking must not depend on this process having deployed. A secret
+    that cannot be resolved here is skipped: reading a log must not need it.
+    """
+    for name, source in deployment.secrets.items():
+        try:
+            _remember(_read(deployment, name, source))
+        except SecretError:
+            continue
 
 
 def secrets_env_text(values: Mapping[str, str]) -> str:

@@ -75,7 +75,16 @@ def flag_args(args: Mapping[str, ArgValue]) -> list[Flag]:
         elif value is False:
             continue
         elif isinstance(value, list):
+            dashed = [str(v) for v in value if str(v).startswith("-")]
+            if dashed:
+                raise RenderError(
+                    f"args.{key}: list value {dashed[0]!r} starts with '-': the engine's parser "
+                    "would read it as an option; pass it as a single value (--flag=value)"
+                )
             flags.append((flag, *(str(v) for v in value)))
+        elif str(value).startswith("-"):
+            # `--flag -x` would make -x an option of its own: keep it the flag's value.
+            flags.append((f"{flag}={value}",))
         else:
             flags.append((flag, str(value)))
     return flags

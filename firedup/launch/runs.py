@@ -117,8 +117,14 @@ def start_run(
     running = previous is not None and is_alive(node, previous)
     if running and not restart:
         assert previous is not None
+        whose = (
+            ""
+            if previous.host == host.name
+            else f", started by host {previous.host} (deployment {previous.deployment}) on "
+            "this same node and workdir"
+        )
         raise StartError(
-            f"{host.name}: run {previous.run_id} is still running (pid {previous.pid})",
+            f"{host.name}: run {previous.run_id} is still running (pid {previous.pid}){whose}",
             hint="use --restart to stop it first, or `fab stop` it",
         )
     meta = RunMeta(
@@ -137,7 +143,7 @@ def start_run(
     if secrets:
         text = secrets_env_text(secrets).encode()
         node.put(text, posixpath.join(meta.rundir, SECRETS_FILE), mode=0o600)
-    node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o755)
+    node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o700)
     node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))
     if running and previous is not None:
         # Only now, with the new run's files in place: a failed upload leaves the old running.
@@ -183,6 +189,7 @@ class StopReport:
     killed: tuple[int, ...]  # pids that ignored TERM for the grace period
     left: tuple[int, ...]  # pids still alive after KILL: should always be empty
     members: tuple[int, ...] = ()  # the run's processes when the stop began
+    reused: int | None = None  # the recorded pid, now another process's: left alone
 
 
 def _pids(value: str) -> tuple[int, ...]:
@@ -201,6 +208,7 @@ def stop_run(node: Node, run: RunMeta, *, grace_s: int = STOP_GRACE_S) -> StopRe
         killed=_pids(fields.get("killed", "")),
         left=_pids(fields.get("left", "")),
         members=_pids(fields.get("members", "")),
+        reused=next(iter(_pids(fields.get("reused", ""))), None),
     )
 
 

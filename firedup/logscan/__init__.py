@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from firedup.engine import Engine
+from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
     EventKind,
@@ -21,7 +22,6 @@ from firedup.logscan.model import (
     Verdict,
 )
 from firedup.logscan.scanner import LogScanner
-from firedup.logscan.signatures import HINTS
 
 __all__ = [
     "HINTS",

@@ -1,9 +1,13 @@
 """Tracebacks and excerpts: which lines prove a failure, and which exceptions to ignore.
 
-An exception line (`ValueError: ...`) only counts inside a traceback, so prose that happens to
-start with `Error:` stays prose. Several ranks can print their tracebacks at once, so open
-tracebacks are counted, not flagged. `Exception ignored in:` announces a traceback Python
-prints and survives (usually at interpreter shutdown); its exception never fails a run.
+An exception line (`ValueError: ...`) counts inside a traceback, so prose that happens to
+start with `Error:` stays prose. A traceback is open from its header, or from its first frame
+line when the header was not pasted or was cut off (`File "...", line N` is evidence enough).
+Several ranks can print their tracebacks at once, so open tracebacks are counted, not flagged.
+Where the frames run (a compiler call, NCCL, the CUDA graph capture) is kept as the
+traceback's hint: it names the cause when the exception line does not, or never came.
+`Exception ignored in:` announces a traceback Python prints and survives (usually at
+interpreter shutdown); its exception never fails a run.
 """
 
 from __future__ import annotations
@@ -11,7 +15,14 @@ from __future__ import annotations
 from collections import deque
 from enum import Enum
 
-from firedup.logscan.signatures import EXCEPTION_IGNORED, EXCEPTION_LINE, TRACEBACK_HEADER
+from firedup.logscan.model import Reason
+from firedup.logscan.signatures import (
+    EXCEPTION_IGNORED,
+    EXCEPTION_LINE,
+    FRAME_LINE,
+    TRACEBACK_HEADER,
+    frame_hint,
+)
 
 FRAME_LINES = 5  # lines kept before the exception line: about two frames and their code
 FOLLOW_LINES = 2  # lines kept after a fatal line that is not an exception (e.g. "Exit code: -9")
@@ -20,11 +31,13 @@ MAX_EXCERPT_LINES = 9
 MAX_LINE_CHARS = 400
 _MAX_OPEN = 64
 _STALE_AFTER_LINES = 400  # a traceback cut off mid-print must not stay open forever
+_DANGLING_LINES = 3  # a log that ends this close to a frame line ends in its traceback
 
 
 class LineKind(Enum):
     PLAIN = "plain"
     HEADER = "header"
+    FRAME = "frame"  # any line inside an open traceback but its exception line
     EXCEPTION = "exception"
     IGNORED_EXCEPTION = "ignored_exception"
 
@@ -37,31 +50,53 @@ class Tracebacks:
         self._ignoring = False
         self._quiet_lines = 0
         self.frames: tuple[str, ...] = ()  # the lines before the last exception line
+        self.hint: Reason | None = None  # where the open traceback's frames run
+        self.closed_hint: Reason | None = None  # the hint of the traceback just closed
+        self._since_frame = 0  # lines since the last frame or code line of a traceback
+
+    @property
+    def dangling(self) -> bool:
+        """The log ends in a traceback Python does not survive: its last lines are frames."""
+        return self.open > 0 and not self._ignoring and self._since_frame <= _DANGLING_LINES
 
     def see(self, text: str, message: str) -> LineKind:
         if message.startswith(EXCEPTION_IGNORED):
             self._ignore_next = True
             return LineKind.PLAIN
         if TRACEBACK_HEADER in message:
-            self.open = min(self.open + 1, _MAX_OPEN)
-            self._tail.clear()
-            self._tail.append(_short(text))
-            self._ignoring, self._ignore_next = self._ignore_next, False
-            self._quiet_lines = 0
+            self._begin(text, None)
             return LineKind.HEADER
+        frame = 'File "' in message and FRAME_LINE.match(message) is not None
         if not self.open:
+            if frame:
+                self._begin(text, frame_hint(message))  # a traceback without its header
+                return LineKind.FRAME
             return LineKind.PLAIN
+        self._since_frame = 0 if frame or message[:1].isspace() else self._since_frame + 1
         if EXCEPTION_LINE.match(message):
             self.open -= 1
             self.frames = tuple(self._tail)
             self._tail.clear()
+            self.closed_hint, self.hint = self.hint, None
             ignored, self._ignoring = self._ignoring, False
             return LineKind.IGNORED_EXCEPTION if ignored else LineKind.EXCEPTION
         self._tail.append(_short(text))
+        self.hint = self.hint or frame_hint(message)
+        self.frames = tuple(self._tail)
         self._quiet_lines += 1
         if self._quiet_lines > _STALE_AFTER_LINES:
             self.open = 0
-        return LineKind.PLAIN
+        return LineKind.FRAME
+
+    def _begin(self, text: str, hint: Reason | None) -> None:
+        self.open = min(self.open + 1, _MAX_OPEN)
+        self._tail.clear()
+        self._tail.append(_short(text))
+        self.frames = tuple(self._tail)
+        self.hint = hint
+        self._ignoring, self._ignore_next = self._ignore_next, False
+        self._quiet_lines = 0
+        self._since_frame = 0
 
 
 class Excerpt:
@@ -82,7 +117,8 @@ class Excerpt:
         self._follow = FOLLOW_LINES
 
     def from_exception(self, frames: tuple[str, ...], text: str, *, keep_trigger: bool) -> None:
-        lead = (self._trigger,) if keep_trigger and self._trigger not in frames else ()
+        keep = keep_trigger and self._trigger and self._trigger not in frames
+        lead = (self._trigger,) if keep else ()
         self.lines = (*lead, *frames, _short(text))[-MAX_EXCERPT_LINES:]
         self.has_exception = True
         self._follow = 0

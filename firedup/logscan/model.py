@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
+from enum import Enum
 from typing import Any
 
 from firedup.engine import Engine
 
 
-class Verdict(StrEnum):
+class _Text(str, Enum):  # noqa: UP042 - StrEnum is 3.11; this package runs on 3.8
+    """A string enum that prints as its value, like 3.11's StrEnum (this package stays 3.8)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+class Verdict(_Text):
     STARTING = "starting"
     READY = "ready"
     FAILED = "failed"
 
 
-class Phase(StrEnum):
+class Phase(_Text):
     """Startup phases in the order a healthy server walks through them."""
 
     LAUNCHING = "launching"
@@ -38,7 +45,7 @@ class Phase(StrEnum):
 _PHASE_ORDER = {phase: index for index, phase in enumerate(Phase)}
 
 
-class Reason(StrEnum):
+class Reason(_Text):
     OOM = "oom"
     CONTEXT_LENGTH = "context_length"
     MISSING_MODEL_HOOK = "missing_model_hook"
@@ -48,9 +55,14 @@ class Reason(StrEnum):
     CUDA_GRAPH_CAPTURE = "cuda_graph_capture"
     WARMUP_FAILED = "warmup_failed"
     ENGINE_INIT = "engine_init"
+    BAD_ARGS = "bad_args"
+    JIT_BUILD = "jit_build"
+    NO_KERNEL_IMAGE = "no_kernel_image"
+    UNSUPPORTED_GPU = "unsupported_gpu"
+    UNSUPPORTED_MODEL = "unsupported_model"
+    FATAL_PYTHON_ERROR = "fatal_python_error"
     KILLED = "killed"
     CRASH = "crash"
-    BAD_ARGS = "bad_args"  # the engine's argparse refused the command line
 
     @property
     def rank(self) -> int:
@@ -67,7 +79,7 @@ class Reason(StrEnum):
 _GENERIC_RANK = {Reason.CRASH: 2, Reason.KILLED: 1, Reason.ENGINE_INIT: 0}
 
 
-class EventKind(StrEnum):
+class EventKind(_Text):
     PHASE = "phase"
     PROGRESS = "progress"
     WARNING = "warning"
@@ -82,6 +94,10 @@ class Progress:
     label: str
     done: int
     total: int
+    # What tqdm prints after the count, when it does ("4.61it/s", "00:04"): annotations of a
+    # reading, not its identity, so two readings at the same count compare equal.
+    rate: str = field(default="", compare=False)
+    eta: str = field(default="", compare=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"label": self.label, "done": self.done, "total": self.total}

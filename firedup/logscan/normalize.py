@@ -6,18 +6,28 @@ NUL and other control bytes, then wrapper prefixes added by whatever collected t
 (docker --timestamps, compose `svc  | `, journalctl, kubectl --prefix, k9s borders), then the
 engine's own prefix (SGLang `[date time RANKS]`, vLLM `(Proc pid=N) LEVEL MM-DD time [file:N]`,
 uvicorn `INFO:     `, third-party `date time,ms - LEVEL - `).
+
+A prefix of no known shape is still found: when a line does not start with the engine's
+prefix but carries one further in (`vLLM STDOUT: INFO 07-05 ...`, `2025-03-07 ... - INFO -
+[2025-03-07 23:50:27 TP0] ...`, `<b>(APIServer pid=1)</b> INFO ...`), everything before it is
+a wrapper. A line that holds several records (a log flattened into one line) is cut at each
+record's prefix. Wrappers with no engine record behind them are learned from the log itself
+(wrappers.py).
 """
 
 from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import NamedTuple
+from typing import NamedTuple, Optional, Tuple  # noqa: UP035 - RawStamp is built at runtime on 3.8
+
+from firedup.logscan.signatures import EXCEPTION_LINE, is_routine
 
 # (year, month, day, hour, minute, second, microsecond); None where the log omits it.
-RawStamp = tuple[int | None, int | None, int | None, int, int, int, int]
+RawStamp = Tuple[Optional[int], Optional[int], Optional[int], int, int, int, int]  # noqa: UP006, UP045
 
 _ANSI = re.compile(
     r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"
@@ -50,6 +60,15 @@ _THIRD_PARTY = re.compile(
 )
 _UVICORN_LEVEL = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
+# Where an engine record starts: a vLLM/Ray process tag, an SGLang stamp, a vLLM level stamp.
+_RECORD = re.compile(
+    r"\([^()]*?\bpid=\d+(?:, ip=[\w.:]+)?\)"
+    r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\]"
+    r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+)
+_RECORD_HINT = re.compile(r"pid=|\[\d{4}-\d\d-\d\d |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-")
+FLATTENED_MIN_CHARS = 200  # shorter lines hold one record; only long ones are searched
+
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 _MONTHS = {name: number for number, name in enumerate(_MONTH_NAMES, 1)}
 
@@ -71,7 +90,8 @@ def clean(raw: bytes) -> str:
     return text
 
 
-def parse_line(text: str) -> Line:
+def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
+    """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix."""
     stamp: RawStamp | None = None
     for _ in range(4):  # wrappers nest (k9s around compose around docker), never deeper
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
@@ -84,7 +104,42 @@ def parse_line(text: str) -> Line:
         if match.group("k9s"):
             text = _K9S_TAIL.sub("", text)
     message, own_stamp, ranks, level = _engine_prefix(text)
+    if message is text and not is_routine(text):  # no engine prefix: look further in
+        inner = _embedded(text)
+        if inner is None and peel is not None:
+            inner = peel(text)
+        if inner is not None and inner is not text:
+            text = inner
+            message, own_stamp, ranks, level = _engine_prefix(text)
     return Line(text, message, stamp or own_stamp, ranks, level)
+
+
+def _embedded(text: str) -> str | None:
+    """The line from an engine record found past its start, or None."""
+    if _RECORD_HINT.search(text, 1) is None or EXCEPTION_LINE.match(text):
+        return None
+    for tries, match in enumerate(_RECORD.finditer(text, 1)):
+        if tries == 3 or "Traceback" in text[: match.start()]:
+            return None
+        inner = text[match.start() :]
+        if _engine_prefix(inner)[0] is not inner:
+            return inner
+    return None
+
+
+def split_records(text: str) -> list[str]:
+    """A flattened line cut into its records; a line of one record comes back whole."""
+    starts = []
+    last_end = -2
+    for match in _RECORD.finditer(text):
+        if match.start() > last_end + 1:  # a process tag and its level stamp are one record
+            starts.append(match.start())
+        last_end = match.end()
+    if len(starts) < 2:
+        return [text]
+    bounds = [0, *starts] if starts[0] else starts
+    ends = [*bounds[1:], len(text)]
+    return [text[a:b] for a, b in zip(bounds, ends) if text[a:b].strip()]  # noqa: B905 (3.8)
 
 
 def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:

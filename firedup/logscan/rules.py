@@ -38,6 +38,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Memory pool end", Phase.KV_CACHE, per_rank=True),
     Marker("raph begin", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?cuda graph begin")),
     Marker("raph begin", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?cuda graph begin")),
+    Marker("Uvicorn running on", Phase.READY, engine=Engine.VLLM),  # old vLLM, after startup
     Marker("Uvicorn running on", Phase.HTTP_UP),
     Marker("Started server process", Phase.HTTP_UP),
     Marker("Application startup complete", Phase.READY, engine=Engine.VLLM),
@@ -49,7 +50,11 @@ MARKERS: tuple[Marker, ...] = (
     # cache, so its lines count as kv_cache; vLLM loads its drafter inside loading_weights.
     Marker("world size", Phase.INIT_DISTRIBUTED, _re(r"rank \d+ in world size \d+ is assigned")),
     Marker("world_size=", Phase.INIT_DISTRIBUTED, _re(r"world_size=\d+ rank=\d+")),
+    Marker("[Gloo] Rank", Phase.INIT_DISTRIBUTED),
+    Marker("NCCL INFO", Phase.INIT_DISTRIBUTED),
+    Marker("is using nccl==", Phase.INIT_DISTRIBUTED),
     Marker("Starting to load model", Phase.LOADING_WEIGHTS),
+    Marker("Loading model weights took", Phase.LOADING_WEIGHTS),
     Marker("Loading weights took", Phase.LOADING_WEIGHTS),
     Marker("Model loading took", Phase.LOADING_WEIGHTS),
     Marker("Dynamo bytecode transform time", Phase.KV_CACHE),
@@ -63,6 +68,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Graph capturing finished", Phase.CUDA_GRAPH),
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
     Marker("Available routes are", Phase.HTTP_UP),
+    Marker("Route: /", Phase.HTTP_UP, _re(r"^Route: /\S*, Methods:")),
 )
 
 # Bars name the phase they belong to when the phase lines are missing (--log-level warning).
@@ -77,10 +83,17 @@ BAR_PHASES: tuple[tuple[str, Phase], ...] = (
 BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)
 
 # Printed once per launch, first thing: seen again after progress, a new launch has begun.
-LAUNCH_BANNERS = ("server_args=ServerArgs(", "vLLM API server version", "vLLM server version")
+# SGLang prints `server_args=ServerArgs(...)` up to 0.5.18 and `server_args={...}` from 0.5.19.
+LAUNCH_BANNERS = (
+    "server_args=ServerArgs(",
+    "server_args={",
+    "vLLM API server version",
+    "vLLM server version",
+)
 
 ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("server_args=ServerArgs(", Engine.SGLANG),
+    ("server_args={", Engine.SGLANG),
     ("fired up and ready to roll", Engine.SGLANG),
     ("Scheduler hit an exception", Engine.SGLANG),
     ("Received sigquit from a child", Engine.SGLANG),
@@ -94,6 +107,7 @@ ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("vllm.entrypoints", Engine.VLLM),
     ("Initializing a V1 LLM engine", Engine.VLLM),
     ("Initializing an LLM engine", Engine.VLLM),
+    ("LLM engine (v", Engine.VLLM),  # "Initializing a V0 LLM engine (v0.8.5) with config"
     ("non-default args:", Engine.VLLM),
     ("EngineCore", Engine.VLLM),
 )
@@ -118,7 +132,18 @@ def parse_bar(message: str) -> tuple[Progress, int, bool] | None:
     if done > total:
         return None
     label = (match.group("label") or "").strip()
-    return Progress(label, done, total), match.end(), match.group("close") is not None
+    rate, eta = bar_times(match.group("times"))
+    progress = Progress(label, done, total, rate, eta)
+    return progress, match.end(), match.group("close") is not None
+
+
+def bar_times(times: str) -> tuple[str, str]:
+    """tqdm's `elapsed<remaining, rate` as (rate, eta); empty where tqdm has no estimate yet."""
+    spent, _, rest = times.partition(",")
+    rate = rest.strip() if "?" not in rest else ""
+    _, _, eta = spent.partition("<")
+    eta = eta.strip() if "?" not in eta else ""
+    return rate, eta
 
 
 @lru_cache(maxsize=256)  # a bar redraws thousands of times under a handful of labels

@@ -5,9 +5,11 @@ Rules it keeps (engines.md §10, issue 4):
   phase back. A repeat of a per-rank marker from the same rank is the EAGLE draft's pass.
 - Ready means ready: SGLang's fired-up line, vLLM's "Application startup complete.". An open
   port ("Uvicorn running on") only means http_up, warmup pending.
-- A strong failure signature fails the run at any time, after ready too. An exception at the
-  end of a traceback fails a starting run; after ready it is one request's error (a warning).
-- Once failed, the verdict stays failed and later lines may only sharpen the reason.
+- A log that starts in the middle of serving (requests answered, batches decoded, no startup
+  line before them) shows a server that was ready; so does a vLLM server answering once its
+  HTTP side is up.
+- Which lines fail a run, and why: failures.py. Once failed, the verdict stays failed and
+  later lines may only sharpen the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from firedup.engine import Engine
-from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
+from firedup.logscan.evidence import Excerpt, Tracebacks
+from firedup.logscan.failures import FailureRules
+from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
     EventKind,
@@ -26,7 +30,14 @@ from firedup.logscan.model import (
     ScanState,
     Verdict,
 )
-from firedup.logscan.normalize import Clock, Line, clean, parse_line
+from firedup.logscan.normalize import (
+    FLATTENED_MIN_CHARS,
+    Clock,
+    Line,
+    clean,
+    parse_line,
+    split_records,
+)
 from firedup.logscan.rules import (
     BAR_LABELS,
     LAUNCH_BANNERS,
@@ -37,12 +48,15 @@ from firedup.logscan.rules import (
     parse_bar,
 )
 from firedup.logscan.segments import Segmenter
-from firedup.logscan.signatures import HINTS, ROUTINE, is_harmless, match_signature
+from firedup.logscan.signatures import SERVING, is_routine
+from firedup.logscan.wrappers import Wrappers
 
 MAX_LAST_LINE_CHARS = 400
+_MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
+_HTTP_UP = Phase.HTTP_UP.order
 
 
-class LogScanner:
+class LogScanner(FailureRules):
     def __init__(self, engine: Engine | None = None, *, year: int | None = None) -> None:
         """`year` completes timestamps that omit it (vLLM's `MM-DD`); None means unknown."""
         self._given = engine
@@ -52,6 +66,8 @@ class LogScanner:
         self._bytes = 0
         self._last_line = ""
         self._snapshot: ScanState | None = None
+        self._wrappers = Wrappers()
+        self._lines = 0
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
@@ -65,6 +81,9 @@ class LogScanner:
         self._progress: Progress | None = None
         self._spans: list[PhaseSpan] = [PhaseSpan(Phase.LAUNCHING, now, None)]
         self._rank_markers: set[tuple[str, str]] = set()
+        self._story = False  # a launch banner or a phase seen: the log shows the startup
+        self._candidate: tuple[Reason, int] | None = None
+        self._wrapped_tail = ""
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Events completed by this chunk; a line still being written waits for its end."""
@@ -81,6 +100,7 @@ class LogScanner:
         events: list[Event] = []
         for segment in self._segments.finish():
             self._segment(clean(segment), events)
+        self._finish_failures(events)
         return events
 
     @property
@@ -103,7 +123,13 @@ class LogScanner:
         if bar is not None:
             self._bar_segment(bar, text, self._clock.last, events)
             return
-        line = parse_line(text)
+        if len(text) >= FLATTENED_MIN_CHARS:
+            records = split_records(text)
+            if len(records) > 1:  # a flattened log: each record is a line of its own
+                for record in records:
+                    self._segment(record, events)
+                return
+        line = parse_line(text, self._wrappers.peel)
         now = self._clock.resolve(line.stamp) or self._clock.last
         if now is not None and self._spans[0].start is None:
             self._spans[0] = PhaseSpan(Phase.LAUNCHING, now, None)
@@ -137,11 +163,30 @@ class LogScanner:
 
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
-        if line.message.startswith(LAUNCH_BANNERS) and self._story_begun():
-            self._new_launch(now)
-            out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
+        self._lines += 1
+        if line.message.startswith(LAUNCH_BANNERS):
+            if self._story_begun():
+                self._new_launch(now)
+                out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
+            self._story = True
         if self._detect and self.engine is None:
             self.engine = detect_engine(line.message, line.ranks)
+        if (
+            self._verdict is Verdict.STARTING
+            and self._serving_counts()
+            and SERVING.search(line.message)
+        ):
+            self._advance(Phase.READY, line.text, now, out)
+        if self._tracebacks.open:
+            if line.level in _MOVED_ON:
+                self._tracebacks.open = 0  # the process logs on: it survived that traceback
+        elif is_routine(line.message):  # the bulk of a long log: serving traffic
+            if self._wrapped_tail:
+                self._wrapped_tail = ""  # a wrapped message continues on the very next line
+            if self._verdict is Verdict.STARTING:
+                self._phase_marker(line, now, out)
+            self._excerpt.note(line.text, just_set=False)
+            return
         kind = self._tracebacks.see(line.text, line.message)
         fatal = self._judge(line, kind, now, out)
         if self._verdict is Verdict.STARTING:
@@ -151,60 +196,13 @@ class LogScanner:
     def _story_begun(self) -> bool:
         return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING
 
-    # -- failures ----------------------------------------------------------------------------
-
-    def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
-        """Decide whether the line fails the run; True when it set or sharpened the failure."""
-        message = line.message
-        exception = kind is LineKind.EXCEPTION
-        if not exception and (message.startswith(ROUTINE) or " NCCL INFO " in message):
-            return False
-        match = match_signature(message)
-        if kind is LineKind.IGNORED_EXCEPTION:
-            self._warn(line, now, out)
-            return False
-        if match is None and not exception:
-            return False
-        if not exception and is_harmless(message):
-            self._warn(line, now, out)
-            return False
-        reason = match.reason if match else Reason.CRASH
-        if match is not None and match.strong:
-            return self._fail(reason, line, now, out, exception=exception)
-        if exception:
-            if self._verdict is Verdict.READY:
-                self._warn(line, now, out)  # one request's error, the server lives on
-                return False
-            return self._fail(reason, line, now, out, exception=True)
-        if self._verdict is Verdict.FAILED and not self._tracebacks.open:
-            return self._fail(reason, line, now, out, exception=False)
-        self._warn(line, now, out)
-        return False
-
-    def _fail(
-        self, reason: Reason, line: Line, now: datetime | None, out: list[Event], *, exception: bool
-    ) -> bool:
-        if self._verdict is not Verdict.FAILED:
-            self._verdict = Verdict.FAILED
-            self._close_span(now)
-        elif self._reason is not None and reason.rank <= self._reason.rank:
-            same = reason.rank == self._reason.rank
-            if same and exception and not self._excerpt.has_exception:
-                self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=True)
-                return True
-            return False
-        self._reason = reason
-        if exception:
-            keep = not self._excerpt.has_exception
-            self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=keep)
-        else:
-            self._excerpt.from_line(line.text)
-        out.append(Event(EventKind.FATAL, self._phase, line.text, self._progress, now, reason))
-        return True
-
-    def _warn(self, line: Line, now: datetime | None, out: list[Event]) -> None:
-        if self._verdict is not Verdict.FAILED:
-            out.append(Event(EventKind.WARNING, self._phase, line.text, None, now))
+    def _serving_counts(self) -> bool:
+        """Whether requests being served would prove the server ready: in an excerpt that
+        starts mid-serving, or from vLLM once its HTTP side is up. SGLang serves its own
+        warmup requests before it is ready, so its startup needs its ready line."""
+        if not self._story:
+            return True
+        return self.engine is not Engine.SGLANG and self._phase.order >= _HTTP_UP
 
     # -- phases ------------------------------------------------------------------------------
 
@@ -238,15 +236,12 @@ class LogScanner:
         self._close_span(now)
         self._spans.append(PhaseSpan(phase, now, None))
         self._phase = phase
+        self._story = True
         self._progress = None
         out.append(Event(EventKind.PHASE, phase, text, None, now))
         if phase is Phase.READY:
             self._verdict = Verdict.READY
             out.append(Event(EventKind.READY, phase, text, None, now))
-
-    def _close_span(self, now: datetime | None) -> None:
-        last = self._spans[-1]
-        self._spans[-1] = PhaseSpan(last.phase, last.start, now)
 
     # -- snapshot ----------------------------------------------------------------------------
 

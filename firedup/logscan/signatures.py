@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from firedup.logscan.hints import HINTS as HINTS  # the table's hints, where callers look
 from firedup.logscan.model import Reason
 
 
@@ -37,12 +38,6 @@ def W(reason: Reason, needle: str, pattern: str) -> Signature:
 
 R = Reason
 SIGNATURES: tuple[Signature, ...] = (
-    # argparse's refusal, the first and only thing a wrong flag prints (exit 2).
-    S(
-        R.BAD_ARGS,
-        "error: ",
-        r"\berror: (?:unrecognized arguments|ambiguous option|argument \S+: invalid choice)",
-    ),
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
     W(R.CONTEXT_LENGTH, "max_model_len", r"max_model_len \(\d+\) is greater than the derived"),
     S(
@@ -66,7 +61,14 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.OOM, "memory", r"free memory on device .* is less than desired gpu memory utilization"),
     W(R.OOM, "out of memory", r"(?:cuda|hip)(?: error:)? out of memory|outofmemoryerror"),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
+    S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
     S(R.NCCL, "watchdog caught", r"watchdog caught collective operation timeout"),
+    S(
+        R.NCCL,
+        "watchdog",
+        r"failure detected by watchdog|watchdog thread terminated with exception",
+    ),
+    S(R.NCCL, "ncclcommwatchdog", r"ncclcommwatchdog\(\)"),
     W(
         R.NCCL,
         "nccl",
@@ -105,6 +107,42 @@ SIGNATURES: tuple[Signature, ...] = (
         r"hfvalidationerror|repo id must|gatedrepoerror|cannot access gated repo",
     ),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
+    W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
+    W(
+        R.UNSUPPORTED_MODEL,
+        "not supported",
+        r"model architectures \[.*\] are not supported|unsupported architectures?\b"
+        r"|architecture \S+ not supported",
+    ),
+    W(
+        R.UNSUPPORTED_GPU,
+        "compute capability",
+        r"bfloat16 is only supported on gpus with compute capability"
+        r"|gpus with compute capability below [\d.]+ are not supported",
+    ),
+    # Argument errors: argparse prints its usage, then `prog: error: ...`, and exits.
+    S(R.BAD_ARGS, "usage:", r"^usage: \S+ .*\[-h\]"),
+    S(
+        R.BAD_ARGS,
+        ": error: ",
+        r"\berror: (?:unrecognized arguments|ambiguous option|argument \S+: "
+        r"|the following arguments are required)",
+    ),
+    # JIT builds (flashinfer, torch cpp_extension) that fail compile or find no compiler.
+    S(
+        R.JIT_BUILD,
+        "ninja",
+        r"ninja build failed|ninja: build stopped|no such file or directory: 'ninja'",
+    ),
+    S(R.JIT_BUILD, "error building extension", r"error building extension"),
+    W(R.JIT_BUILD, "ninja", r"calledprocesserror: command '\['ninja'"),
+    W(R.JIT_BUILD, "nvcc", r"\bnvcc\b.*(?:--generate-dependencies|-c |-o )"),
+    # A dying interpreter: faulthandler's dump (`File "...", line N in f`, no comma) and the
+    # extension module list that follows it, abseil/glog signal reports.
+    S(R.FATAL_PYTHON_ERROR, "fatal python error", r"^fatal python error"),
+    S(R.FATAL_PYTHON_ERROR, "extension modules: ", r"^extension modules: \w"),
+    S(R.FATAL_PYTHON_ERROR, '", line ', r"^\s*file \"[^\"]+\", line \d+ in [\w<>.]+\s*$"),
+    S(R.FATAL_PYTHON_ERROR, "received at time=", r"\*\*\* sig\w+ received at time="),
     S(R.CUDA_GRAPH_CAPTURE, "capture cuda graph failed", r"capture cuda graph failed"),
     S(R.WARMUP_FAILED, "warmup error", r"initialization failed\. warmup error"),
     S(
@@ -122,7 +160,11 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "exit code", r"exit code:? -9\b"),
     S(R.CRASH, "hit an exception", r"hit an exception"),
     S(R.CRASH, "exception in worker", r"exception in worker \S+ while processing"),
-    S(R.CRASH, "fatal error", r"enginecore encountered a fatal error|fatal python error"),
+    S(R.CRASH, "fatal error", r"enginecore encountered a fatal error"),
+    S(R.CRASH, "encountered an issue", r"enginecore encountered an issue"),
+    # A process or thread announcing the traceback it dies of ("Process EngineCore_0:").
+    S(R.CRASH, "process ", r"^process [\w-]+:$"),
+    S(R.CRASH, "exception in ", r"^exception in \w+:$"),
     S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
     S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
     S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),
@@ -167,52 +209,42 @@ ROUTINE = (
     "Engine 000: Avg prompt throughput",
 )
 
+# A traceback's frame line. Users often paste a traceback without its header: frames (and the
+# exception line after them) are evidence on their own.
+# A frame hard-wrapped right after its path still counts.
+FRAME_LINE = re.compile(r'\s*File "[^"]*"(?:, line \d+|\s*$)')
+
+# Where a traceback's frames run tells its cause when its exception line is missing (a pasted
+# or cut-off traceback) or names nothing: a compiler run, NCCL, the CUDA graph capture.
+FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
+    (needle, re.compile(pattern, re.IGNORECASE), reason)
+    for needle, pattern, reason in (
+        ("ninja", r"_run_ninja_build|\brun_ninja\b", R.JIT_BUILD),
+        ("build_and_load", r"build_and_load\(", R.JIT_BUILD),
+        ("nccl", r"pynccl|nccl_check|ncclcomminitrank|processgroupnccl", R.NCCL),
+        ("cuda_graph_runner", r"cuda_graph_runner\.py", R.CUDA_GRAPH_CAPTURE),
+        ("supports_dtype", r"_check_if_gpu_supports_dtype", R.UNSUPPORTED_GPU),
+    )
+)
+
+# A server answering requests: a log that starts here shows a server that was ready.
+SERVING = re.compile(
+    r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+" [234]\d\d'
+    r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
+)
+
+
+def is_routine(message: str) -> bool:
+    """Serving traffic and NCCL chatter: never a failure, so never matched against the table."""
+    return message.startswith(ROUTINE) or ' HTTP/1.1" ' in message or "NCCL INFO " in message
+
+
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 EXCEPTION_IGNORED = "Exception ignored in"
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
 EXCEPTION_LINE = re.compile(
     r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout)(?::\s|:?\s*$)"
 )
-
-HINTS: dict[Reason, str] = {
-    R.BAD_ARGS: "The engine refused its command line before loading anything: a flag or value "
-    "the installed release does not accept (the line names it). `fab preflight` checks every "
-    "flag against the release on the node and names the closest valid one; a deploy renders "
-    "the launch for that release.",
-    R.OOM: "GPU memory ran out: lower --mem-fraction-static (vLLM: --gpu-memory-utilization), "
-    "lower cuda_graph_max_bs (rendered as the installed release spells it) or the context "
-    "length, and check that no leftover process "
-    "holds GPU memory (nvidia-smi).",
-    R.CONTEXT_LENGTH: "The requested context is longer than the model's (or the EAGLE draft's) "
-    "config allows, or than the KV cache can hold: set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
-    "in the launch environment (vLLM: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), or lower "
-    "--context-length / --max-model-len.",
-    R.MISSING_MODEL_HOOK: "The model class lacks a method the speculative worker calls "
-    "(get_embed_and_head, set_eagle3_layers_to_capture...): apply the engine patch that "
-    "forwards it to language_model (firedup patches), or upgrade to sglang >= 0.5.10.",
-    R.NCCL: "GPU-to-GPU communication failed or timed out: check every GPU is visible and idle, "
-    "rerun with NCCL_DEBUG=INFO, try --disable-custom-all-reduce or NCCL_P2P_DISABLE=1; "
-    "multi-node: check --dist-init-addr and NCCL_SOCKET_IFNAME.",
-    R.PORT_IN_USE: "The port is already taken, often by an earlier server still running: stop "
-    "it (fab stop) or choose another --port; `ss -tlnp` shows the holder.",
-    R.MODEL_NOT_FOUND: "The model could not be found or opened: check that --model-path (and "
-    "the draft model path) exists on the node with config.json and weights, or that HF_TOKEN "
-    "grants access to a gated repo.",
-    R.CUDA_GRAPH_CAPTURE: "CUDA graph capture failed: lower --mem-fraction-static, lower the "
-    "deployment's cuda_graph_max_bs (--cuda-graph-max-bs-decode from SGLang 0.5.14, "
-    "--cuda-graph-max-bs before), or as a last resort --disable-cuda-graph.",
-    R.WARMUP_FAILED: "The model loaded but the warmup request failed: read the excerpt; raise "
-    "SGLANG_WARMUP_TIMEOUT if the first request is just slow, or use --skip-server-warmup.",
-    R.ENGINE_INIT: "The engine says its initialization failed and the log names no cause "
-    "firedup recognises: look above the excerpt in the full log (another process may have "
-    "printed the root cause). If vLLM timed out waiting for the engine core (slow weight "
-    "loading), raise VLLM_ENGINE_READY_TIMEOUT_S.",
-    R.KILLED: "A server process was killed without a Python error (exit code -9 is SIGKILL, "
-    "often the kernel OOM killer): check `dmesg -T | grep -i oom` and host memory, and "
-    "whether someone stopped the server.",
-    R.CRASH: "The server died of an error firedup has no signature for: read the excerpt; if it "
-    "recurs, add the log as a fixture pair (docs/log-analysis.md).",
-}
 
 
 @dataclass(frozen=True)
@@ -231,6 +263,15 @@ def match_signature(message: str) -> Match | None:
             found = found or sig.reason
             strong = strong or sig.strong
     return Match(found, strong) if found is not None else None
+
+
+def frame_hint(message: str) -> Reason | None:
+    """The cause a traceback line points at by where it runs, if it names one."""
+    lower = message.lower()
+    for needle, pattern, reason in FRAME_HINTS:
+        if needle in lower and pattern.search(message):
+            return reason
+    return None
 
 
 def is_harmless(message: str) -> bool:

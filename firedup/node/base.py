@@ -48,7 +48,7 @@ class Node(Protocol):
         """
         ...
 
-    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+    def put(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
         """Write `data` to `path` atomically (temporary file, then rename), creating parents."""
         ...
 

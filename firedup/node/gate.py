@@ -23,6 +23,7 @@ class ConnectGate:
         self._size = size
         self._busy = 0
         self._cond = threading.Condition()
+        self._held = threading.local()
 
     @property
     def size(self) -> int:
@@ -37,12 +38,24 @@ class ConnectGate:
 
     @contextmanager
     def slot(self) -> Iterator[None]:
+        """One handshake's slot. Re-entrant per thread: a host behind a bastion opens the
+        bastion inside its own open, and must not wait for a second slot (a deadlock once
+        every slot is held by a host waiting for its bastion)."""
+        if getattr(self._held, "depth", 0):
+            self._held.depth += 1
+            try:
+                yield
+            finally:
+                self._held.depth -= 1
+            return
         with self._cond:
             self._cond.wait_for(lambda: self._busy < self._size)
             self._busy += 1
+        self._held.depth = 1
         try:
             yield
         finally:
+            self._held.depth = 0
             with self._cond:
                 self._busy -= 1
                 self._cond.notify()

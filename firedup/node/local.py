@@ -52,9 +52,9 @@ class LocalNode:
         result = CommandResult(tuple(argv), proc.returncode, proc.stdout, proc.stderr, self.name)
         return require_ok(result, what) if check else result
 
-    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+    def put(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
         target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.tmp-")
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -5,13 +5,12 @@ The lock is a flock on `<workdir>/.lock`, held by a small process on the node
 writes one byte a second, so when the operator goes away (done, Ctrl-C, crash, dropped link)
 the next byte fails and the lock ends with it. There is no lease to expire and a crashed
 operator never leaves a lock behind. Its record, `<workdir>/lock.json`, names the owner so a
-second operator is refused with a name, not a hang. See docs/history.md ("The lock").
+second operator is refused with a name, not a hang. Reading the lock from outside (who holds
+it) is firedup.node.lock_info, re-exported here. See docs/history.md ("The lock").
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import os
 import posixpath
@@ -20,13 +19,36 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import asdict, dataclass, field
-from datetime import UTC, datetime
-from enum import StrEnum
 from typing import Any
 
 from firedup.config.inventory import HostSpec
 from firedup.errors import CommandResult, ConnectError, DeployError, LockedError, RemoteCommandError
 from firedup.node.base import Node, operator, run_script, script_argv
+from firedup.node.lock_info import (
+    LockInfo,
+    LockOwner,
+    LockState,
+    fields_of,
+    lock_status,
+    parse_lock_status,
+    parse_record,
+    waiting_holder,
+)
+
+__all__ = [
+    "HeldLock",
+    "LockInfo",
+    "LockOwner",
+    "LockState",
+    "UnlockReport",
+    "force_unlock",
+    "lock_status",
+    "mark_waiting",
+    "node_lock",
+    "parse_lock_status",
+    "parse_record",
+    "waiting_holder",
+]
 
 LOCK_FILE = ".lock"
 RECORD_FILE = "lock.json"
@@ -35,132 +57,6 @@ ACQUIRE_TIMEOUT_S = 20.0
 STREAM_TICK_S = 0.5
 
 _held = threading.local()  # per thread: (host name, workdir) -> [HeldLock, depth]
-
-
-class LockState(StrEnum):
-    HELD = "held"  # a live holder has the flock
-    STALE = "stale"  # a record whose holder is gone: it blocks nobody, and is reported
-
-
-@dataclass(frozen=True)
-class LockOwner:
-    """Who asked for the lock, as written into lock.json (all from the operator's side)."""
-
-    operator: str
-    local_pid: int
-    operation: str
-    started_at: float
-    detail: str = ""
-
-    @classmethod
-    def from_dict(cls, data: Any) -> LockOwner | None:
-        if not isinstance(data, dict):
-            return None
-        try:
-            return cls(
-                operator=str(data["operator"]),
-                local_pid=int(data["local_pid"]),
-                operation=str(data["operation"]),
-                started_at=float(data["started_at"]),
-                detail=str(data.get("detail", "")),
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    """The lock as seen from outside: for `fab status` and for the refusal message."""
-
-    host: str
-    state: LockState
-    owner: LockOwner | None
-    holder_pid: int | None
-    acquired_at: float | None  # node clock
-    node_time: float | None = None
-
-    @property
-    def age_s(self) -> float | None:
-        if self.acquired_at is None or self.node_time is None:
-            return None
-        return max(0.0, self.node_time - self.acquired_at)
-
-    def describe(self) -> str:
-        if self.owner is None:
-            who = "an unknown owner (no readable record)"
-        else:
-            owner = self.owner
-            who = f"{owner.operation} by {owner.operator} (local pid {owner.local_pid})"
-            if owner.detail:
-                who += f" [{owner.detail}]"
-        when = ""
-        if self.acquired_at is not None:
-            stamp = datetime.fromtimestamp(self.acquired_at, UTC)
-            when = f" since {stamp:%Y-%m-%d %H:%M:%S} UTC"
-            if self.age_s is not None:
-                when += f" ({self.age_s:.0f}s ago)"
-        holder = f", holder pid {self.holder_pid} on the node" if self.holder_pid else ""
-        return f"{who}{when}{holder}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "state": self.state.value,
-            "owner": asdict(self.owner) if self.owner else None,
-            "holder_pid": self.holder_pid,
-            "acquired_at": self.acquired_at,
-            "age_s": self.age_s,
-        }
-
-
-def _fields(stdout: bytes) -> dict[str, str]:
-    text = stdout.decode("utf-8", "replace")
-    return dict(ln.partition("=")[::2] for ln in text.splitlines() if "=" in ln)
-
-
-def _float(text: str) -> float | None:
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def parse_record(encoded: str) -> tuple[int | None, float | None, LockOwner | None]:
-    """lock.json (base64, as the scripts print it) -> holder pid, acquired_at, owner."""
-    try:
-        data = json.loads(base64.b64decode(encoded, validate=True) or b"null")
-    except (ValueError, binascii.Error):
-        return None, None, None
-    if not isinstance(data, dict):
-        return None, None, None
-    pid = data.get("holder_pid")
-    acquired = data.get("acquired_at")
-    return (
-        pid if isinstance(pid, int) else None,
-        float(acquired) if isinstance(acquired, int | float) else None,
-        LockOwner.from_dict(data.get("owner")),
-    )
-
-
-def parse_lock_status(host: str, stdout: bytes) -> LockInfo | None:
-    """lock_status.sh output -> the lock, or None when it is free and nothing is left over."""
-    fields = _fields(stdout)
-    pid, acquired, owner = parse_record(fields.get("record", ""))
-    now = _float(fields.get("now", ""))
-    holder = fields.get("holder", "none")
-    held = fields.get("held") == "yes" or holder == "ours"
-    if not held and holder == "none":
-        return None
-    if held:
-        if holder != "ours":  # the flock is taken but the record is not its holder's
-            pid, acquired, owner = None, None, None
-        return LockInfo(host, LockState.HELD, owner, pid, acquired, now)
-    return LockInfo(host, LockState.STALE, owner, pid, acquired, now)
-
-
-def lock_status(node: Node, host: HostSpec) -> LockInfo | None:
-    """The node's lock: None when free, HELD with its owner, or STALE (holder gone)."""
-    out = run_script(node, "lock_status", host.workdir, what="read lock").stdout
-    return parse_lock_status(host.name, out)
 
 
 @dataclass(frozen=True)
@@ -172,7 +68,7 @@ class UnlockReport:
 
 def _end_holder(node: Node, host: HostSpec, pid: int | None) -> tuple[str, int | None]:
     args = [host.workdir] + ([str(pid)] if pid is not None else [])
-    fields = _fields(run_script(node, "lock_end", *args, timeout_s=30, what="unlock").stdout)
+    fields = fields_of(run_script(node, "lock_end", *args, timeout_s=30, what="unlock").stdout)
     value = fields.get("pid", "")
     return fields.get("state", "unknown"), int(value) if value.isdigit() else None
 
@@ -207,6 +103,8 @@ class HeldLock:
     _stream: Iterator[bytes] = field(repr=False)
     lost: bool = False  # set on release when the holder had already died (connection dropped)
     generation: int = 0  # the node's connection generation the holder was started on
+    warning: str = ""  # the holder's own words when it holds without a record (a full disk)
+    retaken: bool = False  # re-taken after a dropped connection (refresh)
 
     def is_held(self) -> bool:
         info = lock_status(self.node, self.host)
@@ -231,7 +129,7 @@ class HeldLock:
             _end_holder(self.node, self.host, self.holder_pid)
         again = _acquire_retrying(self.node, self.host, self.owner, self.holder_pid)
         self.holder_pid, self._stream, self.lost = again.holder_pid, again._stream, True
-        self.generation = again.generation
+        self.generation, self.retaken = again.generation, True
         return True
 
     def release(self) -> None:
@@ -262,7 +160,7 @@ def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[s
             break
         if time.monotonic() > deadline:
             raise LockedError(f"{host}: no answer from the lock holder after {timeout_s:.0f}s")
-    fields = _fields(buffer)
+    fields = fields_of(buffer)
     if "busy" in buffer.decode("utf-8", "replace").split():
         fields["busy"] = "yes"
     return fields
@@ -297,7 +195,15 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
         raise
     pid = fields.get("locked pid", "")
     if pid.isdigit():
-        return HeldLock(node, host, owner, int(pid), stream, generation=_generation(node))
+        return HeldLock(
+            node,
+            host,
+            owner,
+            int(pid),
+            stream,
+            generation=_generation(node),
+            warning=fields.get("warning", ""),
+        )
     _close(stream)
     if fields.get("busy"):
         holder, acquired, current = parse_record(fields.get("record", ""))
@@ -309,11 +215,20 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
         )
     if fields.get("error"):
         # Not somebody else's lock: the node refused (full disk, read-only workdir).
-        raise RemoteCommandError(
+        error = RemoteCommandError(
             CommandResult(("lock_hold",), 2, b"", fields["error"].encode(), host.name),
             what=f"taking the lock on {host.name}",
         )
+        if fields["error"].startswith("cannot create the workdir"):
+            error.hint = WORKDIR_HINT
+        raise error
     raise LockedError(f"{host.name}: could not take the lock: no answer")
+
+
+WORKDIR_HINT = (
+    "set the host's 'workdir' to a directory the login user owns (e.g. under its home), "
+    "or create it once as root and chown it to that user"
+)
 
 
 @contextmanager
@@ -346,12 +261,24 @@ def node_lock(
         if report.previous is not None:
             on_progress(f"force-unlock: ended {report.previous.describe()} ({report.state})")
     owner = LockOwner(operator(), os.getpid(), operation, time.time(), detail)
-    lock = _acquire(node, host, owner)
+    lock = _acquire(node, host, owner)  # lock.warning: the caller says it where it matters
     held[key] = [lock, 1]
     try:
         yield lock
     finally:
         del held[key]
         lock.release()
-        if lock.lost:
+        if lock.lost and _generation(node) == lock.generation and not lock.retaken:
+            on_progress(
+                "the lock was taken over while this operation ran "
+                "(`fab unlock`, --force-unlock, or `fab stop` during the wait)"
+            )
+        elif lock.lost:
             on_progress("the lock had ended with a dropped connection before release")
+
+
+def mark_waiting(node: Node, host: HostSpec, lock: HeldLock) -> None:
+    """Say on the node that this lock's operation only waits now: `fab stop` may take it over.
+    Best effort (a full disk): then stop is refused as before, naming the owner."""
+    with suppress(DeployError):
+        run_script(node, "lock_wait", host.workdir, str(lock.holder_pid), check=False)

@@ -1,8 +1,10 @@
 """The SSH node: one persistent Fabric connection per host (the local node is firedup.node.local).
 
-This is the only module that imports fabric or paramiko. Connection-level failures become
-`ConnectError` (or `ConnectionLostError` when an open connection dropped mid-command), so the
-rest of firedup never sees a paramiko exception.
+Only the SSH modules of firedup.node (ssh, ssh_connect, ssh_config, hostkeys) import fabric or
+paramiko. Connection-level failures become `ConnectError` (or `ConnectionLostError` when an
+open connection dropped mid-command), so the rest of firedup never sees a paramiko exception.
+Every command goes through firedup.node.framing: only what the command printed is returned,
+never what the login shell's startup files printed before it.
 """
 
 from __future__ import annotations
@@ -11,35 +13,45 @@ import io
 import logging
 import posixpath
 import secrets
-import shlex
-import socket
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
-from typing import Any
 
 import paramiko
-from fabric import Config, Connection
+from fabric import Config
 from invoke.exceptions import CommandTimedOut
+from paramiko.sftp import (
+    CMD_HANDLE,
+    CMD_OPEN,
+    SFTP_FLAG_CREATE,
+    SFTP_FLAG_EXCL,
+    SFTP_FLAG_WRITE,
+    SFTPError,
+)
 
-from firedup.config.inventory import HostSpec, KeyPolicy
+from firedup.config.inventory import HostSpec
 from firedup.errors import (
     CommandResult,
-    CommandTimeoutError,
     ConnectError,
     ConnectionLostError,
     RemoteCommandError,
-    TransientConnectError,
 )
-from firedup.node.base import require_ok
-from firedup.node.gate import CONNECTING
+from firedup.node.base import require_ok, script_argv
+from firedup.node.framing import (
+    NO_WRAPPER_EXIT,
+    StreamUnframer,
+    Unframed,
+    framed_command,
+    is_posix_shell,
+    new_marker,
+    startup_files,
+    unframe,
+)
 from firedup.node.local import LocalNode
+from firedup.node.ssh_connect import CHANNEL_TIMEOUT_S, build, close_all, connect_error
 
 # Paramiko logs its own tracebacks for refused connections; we report them ourselves.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
-
-KEEPALIVE_S = 30
-CHANNEL_TIMEOUT_S = 15.0
-IDLE_WAKE_S = 2.0
+log = logging.getLogger("firedup")
 
 
 def _no_space(exc: OSError, df: CommandResult) -> bool:
@@ -51,27 +63,17 @@ def _no_space(exc: OSError, df: CommandResult) -> bool:
     return len(fields) >= 4 and fields[3].isdigit() and int(fields[3]) < 64
 
 
-class _KeepaliveConnection(Connection):
-    """A Connection that re-applies keepalive on every (re)open: a reconnect is a new transport."""
-
-    opens = 0  # how many transports this connection has had: a reconnect is a new one
-
-    def open(self) -> Any:
-        if self.is_connected:
-            return None  # Fabric's own short-circuit: nothing new was opened
-        with CONNECTING.slot():  # a fleet connects a few hosts at a time (firedup.node.gate)
-            result = super().open()
-        self.opens += 1
-        transport = self.client.get_transport()
-        if transport is not None:
-            transport.set_keepalive(KEEPALIVE_S)
-            # paramiko's transport thread wakes every 0.1 s on an idle link (its socket
-            # timeout) only to find nothing to do: 1.2 ms of CPU a second per connection,
-            # which a fleet pays N times over a wait that lasts longer with N (64 idle
-            # connections: 7.9% of a core; at 2 s, 1.5%). Reads still return as data comes;
-            # closing does not wait on it (bench/results/report.md, "Fleet scaling").
-            transport.sock.settimeout(IDLE_WAKE_S)
-        return result
+def _create(sftp: paramiko.SFTPClient, path: str, mode: int) -> paramiko.SFTPFile:
+    """Create `path` (O_EXCL) with `mode` from its first instant: the mode travels in the OPEN
+    request. `SFTPClient.open` sends no mode, so the file is born 0644 and a chmod after it
+    comes too late for a reader who opened it in between (issue 16 §1)."""
+    attrs = paramiko.SFTPAttributes()
+    attrs.st_mode = mode
+    flags = SFTP_FLAG_WRITE | SFTP_FLAG_CREATE | SFTP_FLAG_EXCL
+    kind, msg = sftp._request(CMD_OPEN, path, flags, attrs)
+    if kind != CMD_HANDLE:
+        raise paramiko.SFTPError("Expected handle")
+    return paramiko.SFTPFile(sftp, msg.get_binary(), "wb")
 
 
 class SshNode:
@@ -79,26 +81,12 @@ class SshNode:
 
     def __init__(self, spec: HostSpec, *, config: Config | None = None) -> None:
         self.spec = spec
-        overrides = {"run": {"in_stream": False}, "load_ssh_configs": True}
+        overrides = {"run": {"in_stream": False}, "load_ssh_configs": False}
         cfg = config if config is not None else Config(overrides=overrides)
-        cfg.run.in_stream = False
-        connect_kwargs: dict[str, Any] = {
-            **dict(cfg.connect_kwargs),
-            "channel_timeout": CHANNEL_TIMEOUT_S,
-            "allow_agent": spec.identity_file is None,
-            "look_for_keys": spec.identity_file is None,
-        }
-        if spec.identity_file is not None:
-            connect_kwargs["key_filename"] = [str(spec.identity_file)]
-        self._conn = _KeepaliveConnection(
-            spec.address,
-            user=spec.user,
-            port=spec.port,
-            config=cfg,
-            connect_timeout=spec.connect_timeout_s,
-            connect_kwargs=connect_kwargs,
-        )
-        self._apply_host_key_policy()
+        self._chain = build(spec, cfg)
+        self._conn = self._chain[-1]
+        self._sftp_usable = True  # False once the login shell was seen to break SFTP
+        self._posix_shell = False  # True once the login shell is seen to quote like sh
 
     @property
     def name(self) -> str:
@@ -109,56 +97,8 @@ class SshNode:
         """Changes on every (re)connect: what lived on the old transport (a lock holder) died."""
         return int(self._conn.opens)
 
-    def _apply_host_key_policy(self) -> None:
-        known_hosts = self.spec.known_hosts
-        client = self._conn.client
-        if self.spec.host_key_policy is KeyPolicy.ACCEPT_NEW:
-            # Trust on first use: new keys are written to the file, changed keys are refused.
-            known_hosts.parent.mkdir(parents=True, exist_ok=True)
-            if not known_hosts.exists():
-                known_hosts.touch(mode=0o600)
-            client.load_host_keys(str(known_hosts))
-            client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
-        else:
-            if known_hosts.exists():
-                client.load_host_keys(str(known_hosts))
-            client.set_missing_host_key_policy(paramiko.RejectPolicy())
-
     def _connect_error(self, exc: BaseException) -> ConnectError:
-        where = f"{self.name} ({self.spec.address}:{self.spec.port})"
-        if isinstance(exc, paramiko.BadHostKeyException):
-            return ConnectError(
-                f"{where}: host key CHANGED (got {exc.key.get_name()} "
-                f"{exc.key.get_base64()[:16]}..., expected {exc.expected_key.get_base64()[:16]}"
-                f"...); refusing to connect",
-                hint=f"if the node was reinstalled, remove its entry from {self.spec.known_hosts}",
-            )
-        if isinstance(exc, paramiko.SSHException) and "not found in known_hosts" in str(exc):
-            return ConnectError(
-                f"{where}: host key unknown (not in {self.spec.known_hosts}); refusing to connect",
-                hint="add it with ssh-keyscan after checking it, or set "
-                "'host_key_policy: accept-new' for this host in the inventory",
-            )
-        dropped = "transport shut down or saw eof" in str(exc).lower()
-        if isinstance(exc, paramiko.AuthenticationException) and dropped:
-            return TransientConnectError(f"{where}: connection dropped during authentication")
-        if isinstance(exc, paramiko.AuthenticationException):
-            return ConnectError(
-                f"{where}: authentication failed as {self.spec.user or 'default user'}",
-                hint="check 'user' and 'identity_file' in the inventory",
-            )
-        if isinstance(exc, socket.gaierror):
-            return ConnectError(f"{where}: cannot resolve address: {exc}")
-        if isinstance(exc, CommandTimedOut):
-            return CommandTimeoutError(f"{where}: command timed out after {exc.timeout} s")
-        if isinstance(exc, EOFError | ConnectionError) or (
-            isinstance(exc, paramiko.SSHException) and self._conn.is_connected
-        ):
-            return ConnectionLostError(f"{where}: connection lost: {exc or type(exc).__name__}")
-        if isinstance(exc, OSError | paramiko.SSHException):
-            # Refused (sshd restarting), unreachable, banner or channel timeouts: may pass.
-            return TransientConnectError(f"{where}: cannot connect: {exc or type(exc).__name__}")
-        return ConnectError(f"{where}: cannot connect: {exc or type(exc).__name__}")
+        return connect_error(self._chain, exc)
 
     def run(
         self,
@@ -168,14 +108,19 @@ class SshNode:
         check: bool = True,
         what: str = "",
     ) -> CommandResult:
-        command = shlex.join(argv)
+        result, _prelude = self._run_framed(argv, timeout_s)
+        return require_ok(result, what) if check else result
+
+    def _run_framed(self, argv: Sequence[str], timeout_s: float) -> tuple[CommandResult, bytes]:
+        """Run argv through the framing wrapper; also return what the login shell printed."""
+        marker = new_marker()
         transport = self._conn.client.get_transport() if self._conn.is_connected else None
         if transport is not None:
             # Opening the channel counts too: a frozen peer must not outlast the caller's bound.
             transport.channel_timeout = min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s))
         try:
             r = self._conn.run(
-                command,
+                self._line(argv, marker),
                 hide=True,
                 warn=True,
                 pty=False,
@@ -183,35 +128,51 @@ class SshNode:
                 timeout=timeout_s,
                 encoding="latin-1",  # a bijection: the exact bytes come back
             )
+        except ConnectError:
+            self.close()
+            raise
         except (paramiko.SSHException, OSError, EOFError, CommandTimedOut) as exc:
             self._conn.close()
             raise self._connect_error(exc) from exc
         if r.exited == -1:
             self._conn.close()
             raise ConnectionLostError(f"{self.name}: connection lost during {argv[0]}")
-        result = CommandResult(
-            argv=tuple(argv),
-            exit_code=r.exited,
-            stdout=r.stdout.encode("latin-1"),
-            stderr=r.stderr.encode("latin-1"),
-            host=self.name,
-        )
-        return require_ok(result, what) if check else result
+        out = unframe(r.stdout.encode("latin-1"), marker)
+        err = unframe(r.stderr.encode("latin-1"), marker)
+        return self._result(argv, r.exited, out, err), out.prelude
 
-    def put(self, data: bytes, path: str, *, mode: int = 0o644) -> None:
+    def _line(self, argv: Sequence[str], marker: str) -> str:
+        return framed_command(argv, marker, posix_shell=self._posix_shell)
+
+    def _result(
+        self, argv: Sequence[str], code: int, out: Unframed, err: Unframed
+    ) -> CommandResult:
+        if not out.framed:
+            # The wrapper never ran: the login shell failed or exited before our command.
+            note = b"the login shell did not run the command: " + (err.data or out.data)[-300:]
+            return CommandResult(tuple(argv), code or NO_WRAPPER_EXIT, b"", note, self.name)
+        self._posix_shell = is_posix_shell(out.shell)
+        return CommandResult(tuple(argv), code, out.data, err.data, self.name)
+
+    def put(self, data: bytes, path: str, *, mode: int = 0o600) -> None:
         if not self._conn.is_connected:
             self._conn.close()  # drops Fabric's cached SFTP client of a dead transport
+        sftp = self._sftp() if self._sftp_usable else None
+        if sftp is None:
+            self._put_exec(data, path, mode)
+            return
         parent = posixpath.dirname(path)
         tmp = posixpath.join(parent, f".{posixpath.basename(path)}.tmp-{secrets.token_hex(4)}")
         try:
-            sftp = self._conn.sftp()
             try:
-                fh = sftp.open(tmp, "wb")
+                fh = _create(sftp, tmp, mode)
             except FileNotFoundError:  # a missing parent costs one more round trip, only then
-                self.run(["mkdir", "-p", "--", parent], what=f"mkdir {parent}")
-                fh = sftp.open(tmp, "wb")
+                # Both named levels (runs/, runs/ID) are made 0700; the workdir already is.
+                made = [posixpath.dirname(parent), parent]
+                self.run(["mkdir", "-p", "-m", "700", "--", *made], what=f"mkdir {parent}")
+                fh = _create(sftp, tmp, mode)
             with fh:
-                fh.chmod(mode)  # before any byte: a 0600 secret is never readable by others
+                fh.chmod(mode)  # the exact mode, whatever the server's umask took away
                 fh.write(data)
             sftp.posix_rename(tmp, path)  # rename(2): atomic on one filesystem
         except (paramiko.SSHException, EOFError) as exc:
@@ -232,20 +193,80 @@ class SshNode:
                 what=f"upload of {path}",
             ) from exc
 
+    def _sftp(self) -> paramiko.SFTPClient | None:
+        """The connection's SFTP client; None once the login shell is seen to break it."""
+        try:
+            return self._conn.sftp()
+        except ConnectError:
+            self.close()
+            raise
+        except (paramiko.SSHException, EOFError, SFTPError) as exc:
+            if not self._conn.is_connected:
+                self._conn.close()
+                raise self._connect_error(exc) from exc
+            failure = exc
+        # sshd starts the sftp subsystem through the login shell: a startup file that prints
+        # corrupts the protocol ("Garbage packet received"). Find out whether that is it.
+        shell, prelude = self._run_framed(["printenv", "SHELL"], 30.0)
+        if not prelude.strip():
+            raise ConnectError(
+                f"{self.name}: the node's SFTP subsystem failed: {failure}",
+                hint="check the Subsystem sftp line of the node's sshd_config",
+            ) from failure
+        self._sftp_usable = False
+        banner = prelude.decode("utf-8", "replace").strip().splitlines()[0][:80]
+        log.warning(
+            "%s: the login shell prints %r before every command, which breaks SFTP; "
+            "uploading through a command instead. Fix: make %s print only in interactive "
+            "shells",
+            self.name,
+            banner,
+            startup_files(shell.out.strip()),
+        )
+        return None
+
+    def _put_exec(self, data: bytes, path: str, mode: int) -> None:
+        """Upload through `put.sh` with the bytes on stdin: needs no clean shell, only sh."""
+        argv = script_argv("put", path, format(mode, "o"))
+        marker = new_marker()
+        try:
+            self._conn.open()
+            channel = self._conn.client.get_transport().open_session(timeout=CHANNEL_TIMEOUT_S)
+            channel.settimeout(max(60.0, len(data) / 1e6))
+            channel.exec_command(self._line(argv, marker))
+            channel.sendall(data)
+            channel.shutdown_write()
+            out = channel.makefile("rb").read()
+            err = channel.makefile_stderr("rb").read()
+            code = channel.recv_exit_status()
+        except ConnectError:
+            self.close()
+            raise
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._conn.close()
+            raise self._connect_error(exc) from exc
+        result = self._result(argv, code, unframe(out, marker), unframe(err, marker))
+        require_ok(result, f"upload of {path}")
+
     def get(self, path: str) -> bytes:
         return self.run(["cat", "--", path], what=f"read {path}").stdout
 
     def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
+        marker = new_marker()
         try:
             self._conn.open()
             transport = self._conn.client.get_transport()
             channel = transport.open_session(timeout=CHANNEL_TIMEOUT_S)
             channel.settimeout(timeout_s)
-            channel.exec_command(shlex.join(argv))
+            channel.exec_command(self._line(argv, marker))
             channel.shutdown_write()
+        except ConnectError:
+            self.close()
+            raise
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self._conn.close()
             raise self._connect_error(exc) from exc
+        unframer = StreamUnframer(marker)
         try:
             while True:
                 try:
@@ -266,13 +287,13 @@ class SshNode:
                         self._conn.close()
                         raise ConnectionLostError(f"{self.name}: connection lost while streaming")
                     return
-                yield chunk
+                yield unframer.feed(chunk)
         finally:
             with suppress(paramiko.SSHException, OSError, EOFError):
                 channel.close()  # the link may be gone already: nothing left to close
 
     def close(self) -> None:
-        self._conn.close()
+        close_all(self._chain)
 
 
 def open_node(spec: HostSpec, *, config: Config | None = None) -> SshNode | LocalNode:

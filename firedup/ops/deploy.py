@@ -13,19 +13,27 @@ from dataclasses import dataclass, replace
 
 from firedup.config.inventory import Deployment, HostSpec, Placement
 from firedup.config.secrets import resolve_secrets
-from firedup.errors import DeployError, PreflightError, TransientConnectError
+from firedup.errors import (
+    DeployError,
+    PreflightError,
+    ServerCrashedError,
+    StartError,
+    TransientConnectError,
+)
 from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
-from firedup.launch.runs import RunMeta, current_run, new_run_id, start_run
+from firedup.launch.runs import RunMeta, current_run, is_alive, new_run_id, start_run
 from firedup.logscan import ScanState
 from firedup.node.base import Node
-from firedup.node.lock import node_lock
+from firedup.node.lock import lock_status, mark_waiting, node_lock
 from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
     outcome_of,
     prune_runs,
+    read_history,
     run_record,
+    stop_of,
 )
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
@@ -190,8 +198,12 @@ def apply_deploy(
     how: DeployOptions = DeployOptions(),
     on_progress: Progress = _quiet,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
+    on_launching: Callable[[str], None] = lambda _host: None,
 ) -> WaitStatus:
-    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node."""
+    """lock -> preflight -> sync patches -> start -> wait -> record -> prune: one node.
+
+    `on_launching(host)` comes just before the start: until then an interrupt leaves no
+    server; after it, the server may run even if its pid never came back."""
     with node_lock(
         node,
         plan.host,
@@ -205,6 +217,7 @@ def apply_deploy(
         # take it back (or learn who took the node) before anything is started.
         if lock.refresh():
             on_progress("the node's lock was lost with the connection; taken again")
+        on_launching(plan.host.name)
         run = start_plan(
             node,
             plan,
@@ -213,6 +226,7 @@ def apply_deploy(
             on_progress=on_progress,
         )
         on_started(run)
+        mark_waiting(node, plan.host, lock)  # from here on `fab stop` may take the lock over
         seen: list[WaitStatus] = []
 
         def remember(status: WaitStatus) -> None:
@@ -232,6 +246,7 @@ def apply_deploy(
             try:
                 if lock.refresh():
                     on_progress("the node's lock was lost with the connection; taken again")
+                    mark_waiting(node, plan.host, lock)
                 pending.clear()
             except TransientConnectError:
                 pass  # still away: the next look tries again
@@ -240,8 +255,12 @@ def apply_deploy(
         try:
             status = wait_ready(node, run, options, watched)
         except (DeployError, KeyboardInterrupt) as exc:
+            stopped = stopped_during_wait(node, plan, run, exc)
+            outcome = (Outcome.STOPPED, str(stopped)) if stopped else outcome_of(exc)
             last = seen[0].scan if seen else None
-            record(node, plan, run, how.action, outcome_of(exc), scan=last, on_progress=on_progress)
+            record(node, plan, run, how.action, outcome, scan=last, on_progress=on_progress)
+            if stopped is not None:
+                raise stopped from None
             raise
         record(
             node, plan, run, how.action, outcome_of(None), scan=status.scan, on_progress=on_progress
@@ -250,11 +269,44 @@ def apply_deploy(
         return status
 
 
+def stopped_during_wait(
+    node: Node, plan: DeployPlan, run: RunMeta, exc: BaseException
+) -> DeployError | None:
+    """The server "exited" because `fab stop` (another terminal) ended it: say that instead.
+    The stop's history record comes after the server is gone; until then the stop is known
+    by the lock it took over from this deploy."""
+    if not isinstance(exc, ServerCrashedError):
+        return None
+    try:
+        stop = stop_of(read_history(node, plan.host, 50), run.run_id)
+        info = None if stop is not None else lock_status(node, plan.host)
+    except DeployError:
+        return None
+    if stop is not None:
+        who = f"{stop.who} at {stop.at:%Y-%m-%d %H:%M:%S} UTC"
+    elif info is not None and info.owner is not None and info.owner.operation == "stop":
+        who = info.owner.operator
+    else:
+        return None
+    return DeployError(
+        f"{plan.host.name}: run {run.run_id} was stopped by {who} (`fab stop`) while this "
+        "wait was on",
+        hint=f"`fab deploy --host {plan.host.name}` starts it again",
+    )
+
+
 def prepare(
     node: Node, plan: DeployPlan, how: DeployOptions, on_progress: Progress
 ) -> PreflightReport:
     """preflight -> sync patches, under the caller's lock; raises when the launch would fail."""
     current = current_run(node, plan.host)
+    if current is not None and not how.restart and is_alive(node, current):
+        # Said before preflight, whose port check would call it a preflight failure (6):
+        # a server of ours already running is a refused start (7), as docs/exit-codes.md says.
+        raise StartError(
+            f"{plan.host.name}: run {current.run_id} is still running (pid {current.pid})",
+            hint="use --restart to replace it, or `fab stop` it first",
+        )
     report = check_preflight(node, plan, restart=how.restart, current=current)
     for check in report.checks:
         if check.outcome is not CheckOutcome.PASS:

@@ -51,6 +51,9 @@ def explain_file(path: str | Path, engine: Engine | None = None) -> Explanation:
         raise UsageError(f"explain-log: {log}: no such file")
     if log.is_dir():
         raise UsageError(f"explain-log: {log}: is a directory, not a log file")
+    if not log.is_file():
+        # A FIFO or a device (/dev/zero) would hang the read or never end it.
+        raise UsageError(f"explain-log: {log}: not a regular file (a FIFO or a device)")
     try:
         # vLLM stamps carry no year; the file was last written in the year its log ends.
         year = datetime.fromtimestamp(log.stat().st_mtime).year

@@ -42,6 +42,8 @@ class Action(StrEnum):
     START = "start"
     RESTART = "restart"
     STOP = "stop"
+    WAIT = "wait"  # `fab wait`: what it saw (ready, failed, not-ready), so a crash it alone
+    # saw is evidence that pruning keeps
     SYNC_PATCHES = "sync-patches"
     REVERT_PATCHES = "revert-patches"
 
@@ -264,6 +266,18 @@ class PrunePlan:
 
 
 STARTS = frozenset({Action.DEPLOY, Action.START, Action.RESTART})
+
+
+def stop_of(records: Sequence[HistoryRecord], run_id: str) -> HistoryRecord | None:
+    """The record of `fab stop` ending `run_id`, if one did."""
+    return next(
+        (
+            r
+            for r in reversed(records)
+            if r.run_id == run_id and r.action is Action.STOP and r.outcome is Outcome.STOPPED
+        ),
+        None,
+    )
 
 
 def last_start(records: Sequence[HistoryRecord]) -> HistoryRecord | None:

@@ -15,8 +15,14 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 
-from firedup.errors import DeployError, ServerCrashedError, TransientConnectError
-from firedup.launch.runs import RunMeta
+from firedup.errors import (
+    DeployError,
+    ForeignListenerError,
+    NotReadyError,
+    ServerCrashedError,
+    TransientConnectError,
+)
+from firedup.launch.runs import RunMeta, is_alive
 from firedup.node.base import Node
 from firedup.node.lock import node_lock
 from firedup.ops.deploy import (
@@ -27,8 +33,9 @@ from firedup.ops.deploy import (
     prune,
     record,
     start_plan,
+    stopped_during_wait,
 )
-from firedup.ops.history import outcome_of
+from firedup.ops.history import Action, outcome_of, read_history, stop_of
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import RunWatcher, WaitStatus
 
@@ -91,6 +98,7 @@ def apply_multinode(
     how: DeployOptions,
     on_progress: Callable[[str, str], None] = lambda _host, _m: None,
     on_started: Callable[[RunMeta], None] = lambda _r: None,
+    on_launching: Callable[[str], None] = lambda _host: None,
 ) -> WaitStatus:
     """Lock, prepare and start every rank, then wait for rank 0 while watching the others."""
 
@@ -114,6 +122,8 @@ def apply_multinode(
         versions = [prepare(r.node, r.plan, how, say(r)).engine_version for r in ranks]
         for lock in held:
             lock.refresh()  # a drop while preparing ended that node's holder: take it back
+        for r in ranks:
+            on_launching(r.plan.host.name)
         runs = [
             start_plan(r.node, r.plan, restart=how.restart, engine_version=v, on_progress=say(r))
             for r, v in zip(ranks, versions, strict=True)
@@ -149,6 +159,40 @@ def wait_multinode(
     """Rank 0's readiness, ended at once by any other rank's death (also for `fab wait`)."""
     with watching(ranks, runs) as guard:
         return wait_ready(ranks[0].node, runs[0], options, replace(hooks, guard=guard))
+
+
+STOP_LOOKBACK = 50  # history records `fab wait` reads to learn whether its run was stopped
+
+# What a wait observed about the server itself (not an interrupt, not a lost connection).
+OBSERVED = (ServerCrashedError, NotReadyError, ForeignListenerError)
+
+
+def wait_recorded(
+    ranks: Sequence[Rank], runs: Sequence[RunMeta], options: WaitOptions, hooks: WaitHooks
+) -> WaitStatus:
+    """`fab wait`: refuse a run that `fab stop` ended, else wait and record what was seen in
+    each rank's history, so a crash only this wait saw keeps its log through pruning."""
+    for r, run in zip(ranks, runs, strict=True):
+        stopped = stop_of(read_history(r.node, r.plan.host, STOP_LOOKBACK), run.run_id)
+        if stopped is not None and not is_alive(r.node, run):
+            raise DeployError(
+                f"{run.host}: run {run.run_id} was stopped by {stopped.who} at "
+                f"{stopped.at:%Y-%m-%d %H:%M:%S} UTC; nothing to wait for",
+                hint=f"`fab deploy --host {run.host}` starts it again",
+            )
+    try:
+        status = wait_multinode(ranks, runs, options, hooks)
+    except OBSERVED as exc:
+        by_stop = stopped_during_wait(ranks[0].node, ranks[0].plan, runs[0], exc)
+        if by_stop is not None:
+            raise by_stop from None  # `fab stop` recorded it; a stop is no failure to keep
+        for r, run in zip(ranks, runs, strict=True):
+            record(r.node, r.plan, run, Action.WAIT, outcome_of(exc))
+        raise
+    for r, run in zip(ranks, runs, strict=True):
+        scan = status.scan if r is ranks[0] else None
+        record(r.node, r.plan, run, Action.WAIT, outcome_of(None), scan=scan)
+    return status
 
 
 def _wait_rank0(

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
-from firedup.errors import DeployError, StartError
+from firedup.errors import DeployError, SlotTakenError, StartError
 from firedup.launch.gpus import gpu_apps
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
 from firedup.node.base import Node
-from firedup.node.lock import node_lock
+from firedup.node.lock import node_lock, waiting_holder
 from firedup.ops.history import Action, Outcome, append_history, run_record
 
 GPU_RELEASE_S = 15.0  # the driver frees memory a moment after the process is reaped
@@ -29,6 +29,7 @@ class StopOutcome:
     report: StopReport | None
     still_on_gpu: tuple[int, ...] = ()  # pids of the run nvidia-smi still lists
     gpu_checked: bool = False
+    unrecorded: tuple[str, ...] = ()  # what could not be written down (a full disk), and why
 
     def text(self) -> str:
         if self.run is None or self.report is None:
@@ -38,6 +39,10 @@ class StopOutcome:
             extra += f"; KILLed {len(self.report.killed)} that ignored TERM"
         if self.gpu_checked:
             extra += "; GPU memory released"
+        if self.report.reused:
+            extra += f" (pid {self.report.reused} now belongs to another process: not signalled)"
+        for what in self.unrecorded:
+            extra += f"; not recorded: {what}"
         return f"{self.host}: run {self.run.run_id} {self.report.state}{extra}"
 
 
@@ -62,13 +67,33 @@ def stop_host(
     *,
     grace_s: int = STOP_GRACE_S,
     force_unlock: bool = False,
+    force: bool = False,
     on_progress: Callable[[str], None] = lambda _m: None,
 ) -> StopOutcome:
-    """Stop the current run under the node's lock, confirm, and record it in the history."""
-    with node_lock(node, host, "stop", force=force_unlock, on_progress=on_progress):
+    """Stop the current run under the node's lock, confirm, and record it in the history.
+
+    Needs no free disk: on a full one the lock holds without its record and the history line
+    is not written; the outcome says both (`unrecorded`). A deploy that only waits for its
+    server does not keep the lock from a stop: it is taken over.
+
+    The run in the host's slot (node and workdir) may have been started by another host
+    entry sharing it: that one is stopped only with `force`."""
+    waiting = None if force_unlock else waiting_holder(node, host)
+    if waiting is not None:
+        on_progress(f"taking the lock over from {waiting.describe()}: it only waits")
+    take_over = force_unlock or waiting is not None
+    with node_lock(node, host, "stop", force=take_over, on_progress=on_progress) as lock:
+        unrecorded = [f"the lock's record ({lock.warning})"] if lock.warning else []
         run = current_run(node, host)
         if run is None:
             return StopOutcome(host.name, None, None)
+        if run.host != host.name and not force:
+            raise SlotTakenError(
+                f"{host.name}: the run on this node and workdir ({host.workdir}) is "
+                f"{run.host}'s: run {run.run_id} of deployment {run.deployment}, not "
+                f"{host.deployment}; refusing to stop another host's deployment",
+                hint=f"`fab stop --host {run.host}` stops it; or add --force",
+            )
         on_progress(f"stopping run {run.run_id} (pid {run.pid})")
         report = stop_run(node, run, grace_s=grace_s)
         if report.left:
@@ -88,5 +113,5 @@ def stop_host(
             try:
                 append_history(node, host, entry)
             except DeployError as exc:
-                on_progress(f"warning: could not append to the node's history: {exc}")
-        return StopOutcome(host.name, run, report, held, checked)
+                unrecorded.append(f"the node's history ({exc})")
+        return StopOutcome(host.name, run, report, held, checked, tuple(unrecorded))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -14,7 +15,7 @@ from firedup.node.base import Node
 from firedup.node.lock import LockInfo, lock_status
 from firedup.node.probe import Probe, probe_run
 from firedup.ops.decode import DecodeStats, decode_stats
-from firedup.ops.history import Action, read_history
+from firedup.ops.history import Action, HistoryRecord, read_history, stop_of
 from firedup.patching.record import parse_record, record_path
 from firedup.readiness.watch import Signals, health_url, signals_from
 
@@ -26,8 +27,10 @@ class RunState(StrEnum):
     NEVER = "never-deployed"
     STARTING = "starting"
     READY = "ready"
+    UNHEALTHY = "unhealthy"  # the log said ready, but the port or /health no longer agree
     FAILED = "failed"
-    EXITED = "exited"  # the process is gone without a fatal line in the log (stopped, killed)
+    EXITED = "exited"  # the process is gone without a fatal line in the log (killed)
+    STOPPED = "stopped"  # the process is gone and the history says `fab stop` ended it
 
 
 @dataclass(frozen=True)
@@ -77,8 +80,9 @@ def state_of(probe: Probe, scan: ScanState) -> RunState:
         return RunState.FAILED
     if not probe.alive:
         return RunState.EXITED
-    if scan.verdict is Verdict.READY and probe.listening_ours and probe.health == 200:
-        return RunState.READY
+    if scan.verdict is Verdict.READY:
+        healthy = probe.listening_ours and probe.health == 200
+        return RunState.READY if healthy else RunState.UNHEALTHY
     return RunState.STARTING
 
 
@@ -91,9 +95,9 @@ def applied_patches(node: Node, host: HostSpec) -> tuple[str, ...]:
     return tuple(sorted(parse_record(raw, path, host.name).patches))
 
 
-def last_deploy(node: Node, host: HostSpec) -> LastDeploy | None:
+def last_deploy(records: Sequence[HistoryRecord]) -> LastDeploy | None:
     starts = {Action.DEPLOY, Action.RESTART, Action.START}
-    records = [r for r in read_history(node, host, limit=50) if r.action in starts]
+    records = [r for r in records if r.action in starts]
     if not records:
         return None
     r = records[-1]
@@ -109,16 +113,20 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         return HostStatus(host=host.name, state=RunState.NEVER, lock=lock)
     probe, scan = scan_log(node, run)
     tail = tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace")
+    records = read_history(node, host, limit=50)
+    state = state_of(probe, scan)
+    if not probe.alive and stop_of(records, run.run_id) is not None:
+        state = RunState.STOPPED  # what the history says, not "exited" as if it had died
     return HostStatus(
         host=host.name,
-        state=state_of(probe, scan),
+        state=state,
         run=run,
         signals=signals_from(probe, scan),
         scan=scan,
         uptime_s=probe.node_time - run.started_at if probe.alive else None,
         gpus=gpu_memory(node, host, deployment) if deployment else None,
         patches=applied_patches(node, host),
-        last_deploy=last_deploy(node, host),
+        last_deploy=last_deploy(records),
         decode=decode_stats(tail) if probe.alive else None,
         lock=lock,
     )

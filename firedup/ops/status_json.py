@@ -10,6 +10,7 @@ from typing import Any
 
 from firedup.errors import DeployError
 from firedup.ops.status import HostStatus
+from firedup.readiness.timeline import from_spans
 
 FORMAT = 1
 
@@ -52,6 +53,7 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "last_deploy": vars(status.last_deploy).copy() if status.last_deploy else None,
         "decode": status.decode.to_json() if status.decode else None,
         "lock": status.lock.to_json() if status.lock else None,
+        "timeline": from_spans(scan.phases).to_json() if scan else None,
     }
 
 

@@ -148,16 +148,23 @@ def load_patch(manifest_path: Path) -> Patch:
     return Patch(manifest, files, manifest_path)
 
 
+class PatchNameError(PatchError):
+    """A patch name (from the inventory or the command line) that names no patch: a bad input,
+    reported like an inventory error (exit 2) before anything is contacted."""
+
+    exit_code = 2
+
+
 def find_patches(names: list[str], root: Path | None = None) -> list[Patch]:
     """Load the named patches from `root` (laid out as <package>/<name>/manifest.yaml)."""
     base = patches_dir(root)
     loaded: list[Patch] = []
     for name in names:
         if not re.fullmatch(_NAME, name):
-            raise PatchError(f"{name!r} is not a valid patch name")
+            raise PatchNameError(f"{name!r} is not a valid patch name")
         found = sorted(base.glob(f"*/{name}/{MANIFEST}"))
         if not found:
-            raise PatchError(
+            raise PatchNameError(
                 f"patch {name!r} not found: no {base}/<package>/{name}/{MANIFEST}",
                 hint=f"known patches: {', '.join(known_patches(base)) or 'none'}",
             )

@@ -223,7 +223,7 @@ def check_gpus(s: Situation) -> Check:
             f"cannot query GPUs: {s.facts.gpu_error}",
             "is the NVIDIA driver installed and nvidia-smi on the host's PATH?",
         )
-    gpus = s.facts.gpus
+    gpus = s.gpus_after_restart()
     per_node = -(-d.tp // d.nnodes)  # tp spans all the nodes of a multi-node deployment
     if len(gpus) < per_node:
         return failed(
@@ -257,6 +257,15 @@ def check_gpus(s: Situation) -> Check:
 def check_disk(s: Situation) -> Check:
     free = s.facts.disk_free_bytes
     detail = f"{free / GIB:.1f} GiB free at {s.facts.disk_path}"
+    if not s.facts.disk_writable:
+        who = s.facts.login_user or "the login user"
+        return failed(
+            "workdir",
+            f"{who} cannot create or write the workdir: {s.facts.disk_path} is not writable "
+            f"by {who} (Permission denied)",
+            "set the host's 'workdir' to a directory the login user owns (e.g. under its "
+            "home), or create it once as root and chown it to that user",
+        )
     if free < MIN_DISK_BYTES:
         return failed("disk", detail, "logs and backups need room: free some space in the workdir")
     if free < WARN_DISK_BYTES:

@@ -44,6 +44,7 @@ class Gpu:
     total_mib: float
     used_mib: float
     free_mib: float
+    uuid: str = ""
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,7 @@ class GpuApp:
     pid: int
     name: str
     used_mib: float
+    gpu_uuid: str = ""
 
 
 @dataclass(frozen=True)
@@ -81,6 +83,8 @@ class NodeFacts:
     disk_path: str
     disk_free_bytes: int
     tools: dict[str, str | None] = field(default_factory=dict)
+    disk_writable: bool = True  # the login user can create and write the workdir there
+    login_user: str = ""
     engine_args: EngineArgs | None = None
 
 
@@ -143,6 +147,8 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         disk_path=disk["path"],
         disk_free_bytes=int(disk["free_bytes"]),
         tools=dict(data["tools"]),
+        disk_writable=bool(disk.get("writable", True)),
+        login_user=str(disk.get("user", "")),
         engine_args=parse_engine_args(engine.get("args")),
     )
 

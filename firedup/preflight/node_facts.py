@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -108,7 +109,8 @@ def csv_rows(argv: list[str]) -> tuple[list[list[str]] | None, str | None]:
 def gpu_facts() -> dict[str, object]:
     if shutil.which("nvidia-smi") is None:
         return {"available": False, "error": "nvidia-smi not found on PATH"}
-    query = "--query-gpu=index,name,memory.total,memory.used,memory.free"
+    # uuid ties a compute app to its GPU: a restart may count the replaced run's memory free.
+    query = "--query-gpu=index,name,memory.total,memory.used,memory.free,uuid"
     rows, err = csv_rows(["nvidia-smi", query, "--format=csv,noheader,nounits"])
     if rows is None:
         return {"available": False, "error": err}
@@ -119,14 +121,20 @@ def gpu_facts() -> dict[str, object]:
             "total_mib": float(r[2]),
             "used_mib": float(r[3]),
             "free_mib": float(r[4]),
+            "uuid": r[5] if len(r) > 5 else "",
         }
         for r in rows
         if len(r) >= 5
     ]
-    query = "--query-compute-apps=pid,process_name,used_memory"
+    query = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
     rows, _ = csv_rows(["nvidia-smi", query, "--format=csv,noheader,nounits"])
     apps = [
-        {"pid": int(r[0]), "name": r[1], "used_mib": float(r[2])}
+        {
+            "pid": int(r[0]),
+            "name": r[1],
+            "used_mib": float(r[2]),
+            "gpu_uuid": r[3] if len(r) > 3 else "",
+        }
         for r in rows or []
         if len(r) >= 3 and r[0].isdigit()
     ]
@@ -142,6 +150,10 @@ def disk_facts(path: str) -> dict[str, object]:
         "path": probe,
         "free_bytes": st.f_bavail * st.f_frsize,
         "total_bytes": st.f_blocks * st.f_frsize,
+        # The workdir (or the directory it would be created in) must take our files: the
+        # login user is often not root on a shared node.
+        "writable": os.access(probe or "/", os.W_OK | os.X_OK),
+        "user": pwd.getpwuid(os.getuid()).pw_name,
     }
 
 

@@ -3,11 +3,11 @@ rendered for the node's engine release, and our current run. Nothing here touche
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from firedup.config.deployment import Deployment
 from firedup.patching import PatchReport
-from firedup.preflight.facts import NodeFacts
+from firedup.preflight.facts import Gpu, NodeFacts
 
 
 @dataclass(frozen=True)
@@ -22,3 +22,23 @@ class Situation:
     restart: bool
     script: str | None = None  # the launch script rendered for the node's engine release
     render_error: str | None = None  # why it could not be (a knob the release lacks)
+
+    def gpus_after_restart(self) -> tuple[Gpu, ...]:
+        """The GPUs as they will be once a restart has stopped our run: its memory counts as
+        free (it is about to be), per GPU by uuid, so a restart is not refused for the memory
+        it replaces. Without --restart, or with no run of ours: the GPUs as they are."""
+        if not self.restart or self.our_sid is None:
+            return self.facts.gpus
+        ours = {p.pid for p in self.facts.processes if p.sid == self.our_sid} | {self.our_sid}
+        held: dict[str, float] = {}
+        for app in self.facts.gpu_apps:
+            if app.pid in ours and app.gpu_uuid:
+                held[app.gpu_uuid] = held.get(app.gpu_uuid, 0.0) + app.used_mib
+        return tuple(
+            replace(
+                g,
+                used_mib=max(0.0, g.used_mib - held.get(g.uuid, 0.0)),
+                free_mib=min(g.total_mib, g.free_mib + held.get(g.uuid, 0.0)),
+            )
+            for g in self.facts.gpus
+        )

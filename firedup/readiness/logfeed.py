@@ -103,6 +103,7 @@ class LogFeed:
         Ends when the server's pid is gone. `look`: the node's looks (see nodeside.Looker)."""
         if not self.node_side:
             for chunk in node.stream(tail_argv(self.run, self.raw_offset), timeout_s=tick_s):
+                self.heard = self.heard or bool(chunk)
                 yield (self.feed(chunk) if chunk else False), None
             return
         nonce = new_nonce()

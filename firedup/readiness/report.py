@@ -41,6 +41,20 @@ def progress_text(status: WaitStatus) -> str:
     )
 
 
+def change_text(status: WaitStatus) -> str:
+    """One line for a change (off a terminal): at a change the time in the new phase and the
+    log's quiet time are always 0s, so only the total is said."""
+    scan = status.scan
+    bar = ""
+    if scan.progress is not None:
+        label = f" {scan.progress.label}" if scan.progress.label else ""
+        bar = f"{label} {scan.progress.done}/{scan.progress.total}"
+    return (
+        f"{status.phase.value}{bar} (at {_duration(status.elapsed_s)}) "
+        f"{signals_text(status.signals)}"
+    )
+
+
 def progress_key(status: WaitStatus) -> tuple[object, ...]:
     """What must change for a new plain progress line (off a terminal: one per change)."""
     return (status.phase, status.signals)

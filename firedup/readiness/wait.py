@@ -16,7 +16,7 @@ from tenacity import Retrying, retry_if_exception_type, wait_exponential
 
 from firedup.errors import ConnectionLostError, NotReadyError, TransientConnectError
 from firedup.launch.runs import RunMeta
-from firedup.logscan import Phase
+from firedup.logscan import Phase, ScanState
 from firedup.node.base import Node
 from firedup.node.probe import Probe
 from firedup.readiness.nodeside import HEARTBEAT_S
@@ -46,6 +46,8 @@ class Waiter:
     guard: Callable[[], None]
     timeout_s: float = 1800.0
     last: WaitStatus | None = None
+    # What the log says after each chunk (phase, bar): between looks, for a live display.
+    on_scan: Callable[[ScanState], None] = lambda _scan: None
 
     def _look(self, probe: Probe | None = None) -> WaitStatus:
         """Judge the look the node took (`probe`), or take one now over a round trip."""
@@ -104,6 +106,7 @@ class Waiter:
             now = watcher.clock()
             if watcher.log.heard:
                 last_heard, watcher.log.heard = now, False
+                self.on_scan(watcher.scan)
             self._check_silence(now - last_heard)
             failing = watcher.failing_since
             if watcher.failed_for_sure or (failing is not None and now - failing >= FAIL_GRACE_S):
@@ -170,13 +173,15 @@ def _ignore(_value: object) -> None:
 
 @dataclass(frozen=True)
 class WaitHooks:
-    """How a wait reports: each status, each log chunk (for --follow), each reconnect.
+    """How a wait reports: each status, each log chunk (for --follow), each reconnect, and
+    the classifier's state as the node reader sends it (phase and bar move between looks).
 
     Giving `on_log` asks for the raw log: it then streams on a channel of its own and is
     delivered from a thread of its own (firedup.readiness.rawlog); without it, the log stays
     on the node and only the reader's states cross the link."""
 
     on_status: Callable[[WaitStatus], None] = _ignore
+    on_scan: Callable[[ScanState], None] = _ignore
     on_log: Callable[[bytes], None] = _ignore
     on_reconnect: Callable[[str], None] = _ignore
     # Called on every chunk and tick: raises to end the wait (another rank of a multi-node
@@ -205,6 +210,7 @@ def wait_ready(
         hooks.on_status,
         hooks.guard,
         options.timeout_s,
+        on_scan=hooks.on_scan,
     )
 
     def give_up(_state: object) -> bool:

@@ -114,11 +114,17 @@ def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) ->
             f"{run.host}: server failed in phase {scan.phase.value}: {scan.reason.value}{state}\n"
             f"{excerpt}\n  {where}",
             hint=scan.hint,
+            reason=scan.reason.value,
+            excerpt=scan.excerpt,
+            log_path=run.log_path,
         )
     last = "\n".join(f"    {line}" for line in tail[-TAIL_LINES:]) or "    (log is empty)"
     return ServerCrashedError(
         f"{run.host}: server exited without a known error in phase {scan.phase.value}; "
-        f"last lines:\n{last}\n  {where}"
+        f"last lines:\n{last}\n  {where}",
+        reason="exited",
+        excerpt=tuple(tail[-TAIL_LINES:]),
+        log_path=run.log_path,
     )
 
 

@@ -74,8 +74,8 @@ def class_methods(path: Path, cls: str = "KimiK25ForConditionalGeneration") -> s
     return {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
 
 
-def assert_one_clear_error(result: Any, *fragments: str) -> None:
-    assert result.returncode == PatchError.exit_code, (result.stdout, result.stderr)
+def assert_one_clear_error(result: Any, *fragments: str, code: int = PatchError.exit_code) -> None:
+    assert result.returncode == code, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     # Progress lines ("[node] ...") may come first; the error is one line (and a hint).
     lines = [ln for ln in result.stderr.strip().splitlines() if not ln.startswith("[node] ")]
@@ -277,7 +277,10 @@ def test_missing_patch_file(make_node: NodeFactory, sim_site: Path, tmp_path: Pa
     assert_one_clear_error(result, f"diff: cannot read {folder / KIMI}.diff: No such file")
     missing = make_node(sim_site, patches=[KIMI, "no-such-patch"])
     result = sync_cli(missing.inventory)
-    assert_one_clear_error(result, "patch 'no-such-patch' not found", f"known patches: {KIMI}")
+    # A name that names no patch is a bad input, like an inventory error (issue 16 §9): exit 2.
+    assert_one_clear_error(
+        result, "patch 'no-such-patch' not found", f"known patches: {KIMI}", code=2
+    )
     assert node.digest() == before
 
 

@@ -82,7 +82,8 @@ def test_deploy_ready_status_stop(node_inventory: Path, tmp_path: Path) -> None:
     wait_until(lambda: port_free(port), 5, "port to be released")
 
     after = fab("status", "--host", "node", "--inventory", str(node_inventory))
-    assert "exited" in after.stdout
+    # `fab stop` ended it, and the history says so: stopped, not "exited" (issue 16 §10).
+    assert "stopped" in after.stdout and "exited" not in after.stdout
 
 
 def test_restart_replaces_the_running_server(node_inventory: Path, tmp_path: Path) -> None:

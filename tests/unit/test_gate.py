@@ -49,3 +49,13 @@ def test_a_wider_gate_lets_waiters_in_at_once() -> None:
 def _enter(gate: ConnectGate, entered: threading.Event) -> None:
     with gate.slot():
         entered.set()
+
+
+def test_a_host_behind_a_bastion_takes_one_slot() -> None:
+    """The bastion opens inside the host's own open: a second slot would deadlock a full
+    gate."""
+    gate = ConnectGate(1)
+    with gate.slot(), gate.slot():
+        pass
+    with gate.slot():  # and the slot is free again
+        pass

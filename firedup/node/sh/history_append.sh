@@ -2,6 +2,7 @@
 # One write(2) with O_APPEND: concurrent appenders never interleave inside a line on a local
 # filesystem (dd with iflag=fullblock gathers the whole line before its single write).
 set -eu
+umask 077
 file="$1/history.jsonl"
 mkdir -p -- "$1"
 torn=no

@@ -13,7 +13,18 @@ pid=$(cat "$rundir/pid" 2>/dev/null || true)
 # $EPOCHREALTIME (bash 5) saves a fork per look (C locale: a dot as radix); older bash: date.
 printf 'now=%s\n' "${EPOCHREALTIME:-$(date +%s.%N)}"
 printf 'pid=%s\n' "$pid"
-if [ -n "$pid" ]; then
+# The leader's start time against the one start.sh recorded (`identity`): after a crash the pid
+# may be another process's, whose session is not the run (stop.sh never signals it either).
+recorded=
+[ -z "$pid" ] || { read -r _ recorded _ < "$rundir/identity"; } 2> /dev/null
+started=
+if [ -n "$recorded" ] && { read -r stat < "/proc/$pid/stat"; } 2> /dev/null; then
+  read -r -a fields <<< "${stat##*) }"
+  started=${fields[19]}
+fi
+if [ -n "$started" ] && [ "$started" != "$recorded" ]; then
+  printf 'procs=\n'
+elif [ -n "$pid" ]; then
   # Members of the run's session that are not zombies: the server and every child it made.
   printf 'procs=%s\n' "$(ps -s "$pid" -o pid=,stat= 2>/dev/null | awk '$2 !~ /^Z/ {print $1}' | paste -sd, -)"
 fi

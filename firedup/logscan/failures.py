@@ -1,0 +1,137 @@
+"""Which lines fail a startup and which reason they name: the judging half of LogScanner.
+
+Rules (engines.md §10, issue 4, issue 15):
+- A strong signature fails the run at any time, after ready too.
+- An exception line fails a starting run: inside a traceback, after frames pasted without
+  their header, or alone when it names a known cause (`ValueError: Bfloat16 is only ...`).
+  After ready it is one request's error, a warning. So is a weak signature on a line the
+  engine logged at ERROR level (vLLM prints a dying process's last words so).
+- A log that ends inside a traceback (`finish`: the process is gone, or the paste was cut)
+  fails a run that was not ready: nothing survived to print the rest. Where its frames ran
+  names the cause (a compiler call, NCCL, the CUDA graph capture), else it is a crash. A
+  traceback the log went on past is not evidence: healthy vLLM startups log some at ERROR.
+- The first cause wins and the aftermath stays context: a named cause is never replaced, a
+  generic one (crash, killed, engine_init) gives way to a named one. A cause named by a
+  warning just before a generic failure (`invalid repository id`, then `Error executing
+  method 'load_model'`) is taken as that failure's cause.
+- A message hard-wrapped over two lines is read joined when its second half starts in
+  lower case after a long first half.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
+from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
+from firedup.logscan.normalize import Line
+from firedup.logscan.signatures import (
+    EXCEPTION_LINE,
+    Match,
+    is_harmless,
+    is_routine,
+    match_signature,
+)
+
+CANDIDATE_LINES = 30  # how far back a warning's named cause explains a generic failure
+_JOIN_MIN_CHARS = 60  # a shorter line was not hard-wrapped
+_JOIN_CHARS = 200
+
+
+class FailureRules:
+    """Mixed into LogScanner, which owns the state these rules read and write."""
+
+    _verdict: Verdict
+    _reason: Reason | None
+    _phase: Phase
+    _progress: Progress | None
+    _excerpt: Excerpt
+    _tracebacks: Tracebacks
+    _spans: list[PhaseSpan]
+    _lines: int
+    _candidate: tuple[Reason, int] | None
+    _wrapped_tail: str
+
+    def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
+        """Decide whether the line fails the run; True when it set or sharpened the failure."""
+        message = line.message
+        exception = kind is LineKind.EXCEPTION
+        if not exception and is_routine(message):
+            if self._wrapped_tail:
+                self._wrapped_tail = ""
+            return False
+        if kind is LineKind.IGNORED_EXCEPTION:
+            self._warn(line, now, out)
+            return False
+        match = self._signature(message)
+        if match is None and not exception:
+            return False  # frames only hint at a cause: see evidence.Tracebacks
+        if not exception and is_harmless(message):
+            self._warn(line, now, out)
+            return False
+        reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
+        if match is not None and match.strong:
+            return self._fail(reason, line, now, out, exception=exception)
+        bare = not exception and kind is LineKind.PLAIN and EXCEPTION_LINE.match(message)
+        if exception or bare or line.level == "ERROR":
+            if self._verdict is Verdict.READY:
+                self._warn(line, now, out)  # one request's error, the server lives on
+                return False
+            return self._fail(reason, line, now, out, exception=exception)
+        if self._verdict is Verdict.FAILED and not self._tracebacks.open:
+            return self._fail(reason, line, now, out, exception=False)
+        if self._verdict is Verdict.STARTING:
+            self._candidate = (reason, self._lines)
+        self._warn(line, now, out)
+        return False
+
+    def _signature(self, message: str) -> Match | None:
+        match = match_signature(message)
+        tail, self._wrapped_tail = self._wrapped_tail, ""
+        if match is None and tail and message[:1].islower():
+            match = match_signature(tail + message[:_JOIN_CHARS])
+        if match is None and len(message) >= _JOIN_MIN_CHARS:
+            self._wrapped_tail = message[-_JOIN_CHARS:]
+        return match
+
+    def _finish_failures(self, out: list[Event]) -> None:
+        """At end of file: a traceback the log ends in is the last thing a process printed."""
+        if not self._tracebacks.dangling or self._verdict is Verdict.READY:
+            return
+        frames = self._tracebacks.frames
+        last = frames[-1] if frames else ""
+        reason = self._tracebacks.hint or Reason.CRASH
+        self._fail(reason, Line(last, last, None), None, out, exception=False)
+
+    def _fail(
+        self, reason: Reason, line: Line, now: datetime | None, out: list[Event], *, exception: bool
+    ) -> bool:
+        if reason.rank < Reason.OOM.rank and self._candidate is not None:
+            named, seen_at = self._candidate
+            if self._lines - seen_at <= CANDIDATE_LINES:
+                reason = named
+        if self._verdict is not Verdict.FAILED:
+            self._verdict = Verdict.FAILED
+            self._close_span(now)
+        elif self._reason is not None and reason.rank <= self._reason.rank:
+            same = reason.rank == self._reason.rank
+            if same and exception and not self._excerpt.has_exception:
+                self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=True)
+                return True
+            return False
+        self._reason = reason
+        if exception:
+            keep = not self._excerpt.has_exception
+            self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=keep)
+        else:
+            self._excerpt.from_line(line.text)
+        out.append(Event(EventKind.FATAL, self._phase, line.text, self._progress, now, reason))
+        return True
+
+    def _warn(self, line: Line, now: datetime | None, out: list[Event]) -> None:
+        if self._verdict is not Verdict.FAILED:
+            out.append(Event(EventKind.WARNING, self._phase, line.text, None, now))
+
+    def _close_span(self, now: datetime | None) -> None:
+        last = self._spans[-1]
+        self._spans[-1] = PhaseSpan(last.phase, last.start, now)

@@ -1,0 +1,70 @@
+"""Wrappers learned from the log itself: a prefix repeated across lines is not the engine's.
+
+Launchers, collectors and terminals put their own tag in front of every line the engine
+prints (`[rank0]: ` from torch elastic, `2024-02-20 21:46:23 | ERROR | stderr | ` from a log
+shipper, `stderr: `, `> ` from a pasted quote). normalize.py peels the shapes it knows; any
+other prefix that two consecutive lines share, up to a separator and its space, is taken as a
+wrapper and peeled from every line that starts with it. Its digits are free, since a stamp,
+a pid or a rank number changes from line to line; its other characters must match exactly.
+Only lines with no engine prefix of their own are offered (normalize decides), so the
+engine's own prefixes and messages are never learned as wrappers.
+"""
+
+from __future__ import annotations
+
+import re
+
+from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
+
+_DIGITS = str.maketrans("0123456789", "0000000000")
+_SEPARATOR = re.compile(r"[\])|>:] ")
+_LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
+_MIN_REST = 10  # a wrapper leaves the engine's message behind it
+
+
+class Wrappers:
+    def __init__(self) -> None:
+        self._previous = ""  # the last line offered, as its shape (digits made 0)
+        self._pattern: re.Pattern[str] | None = None
+
+    def peel(self, text: str) -> str:
+        """`text` without the learned wrapper; `text` itself when it carries none."""
+        pattern = self._pattern
+        if pattern is not None:
+            match = pattern.match(text)
+            if match is not None and match.end() < len(text):
+                self._previous = ""
+                return text[match.end() :]
+        previous = self._previous
+        shape = text[:_LOOK_CHARS].translate(_DIGITS)
+        self._previous = shape
+        learned = _learn(previous, shape, text)
+        if learned is None:
+            return text
+        self._pattern = learned
+        match = learned.match(text)
+        return text[match.end() :] if match is not None else text
+
+
+def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
+    """The wrapper two lines share (given as shapes), as a pattern with free digits; or None."""
+    if shape_a == shape_b or not shape_a[:1] or shape_a[:1] != shape_b[:1]:
+        return None  # one message repeated with other numbers (an NCCL flood), or no prefix
+    if shape_b[:1].isspace():
+        return None
+    common = 0
+    for char_a, char_b in zip(shape_a, shape_b):  # noqa: B905 - no strict= on 3.8
+        if char_a != char_b:
+            break
+        common += 1
+    cut = 0
+    for match in _SEPARATOR.finditer(shape_b, 0, common):
+        cut = match.end()
+    wrapper = text[:cut]
+    if cut < 2 or min(len(shape_a), len(shape_b)) - cut < _MIN_REST:
+        return None  # what two lines share up to their last words is a message, not a wrapper
+    if shape_a[cut:] == shape_b[cut:]:
+        return None  # they differ only in numbers: one message, not a wrapper and two messages
+    if EXCEPTION_LINE.match(wrapper) or TRACEBACK_HEADER in wrapper:
+        return None
+    return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
