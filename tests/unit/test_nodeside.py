@@ -96,11 +96,6 @@ def test_every_shipped_module_parses_as_python_3_8() -> None:
         ast.parse(source, filename=name, feature_version=(3, 8))
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="firedup.logscan uses enum.StrEnum (3.11); issue 15 makes it 3.8-compatible. "
-    "Until then a 3.8 node falls back to streaming the log (tested below)",
-)
 def test_the_reader_runs_under_python_3_8() -> None:
     python = _old_python("3.8")
     if python is None:
