@@ -27,11 +27,21 @@ from bench.markdown import render_markdown
 from bench.redeploy import run_redeploy
 from bench.report import latency_summary, write_reports
 from bench.rig import Rig
+from bench.slowlink import DELAY_S, run_slowlink
 from bench.steady import run_steady
 from bench.throughput import run_throughput
 from bench.tools import BENCH, Ansible, ensure_ansible
 
-SECTIONS = ["latency", "steady", "biglog", "e2e", "fleet", "redeploy", "throughput"]
+SECTIONS = [
+    "latency",
+    "steady",
+    "biglog",
+    "slowlink",
+    "e2e",
+    "fleet",
+    "redeploy",
+    "throughput",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,10 +51,31 @@ class Plan:
     fleet_sizes: list[int]
     fleet_deploys: int
     throughput_mb: float
+    slow_links: list[str]
+    slow_repeats: int
+    fleet_status_only: list[int]
 
 
-FULL = Plan(repeats=5, noise_mb=30, fleet_sizes=[1, 4, 16], fleet_deploys=2, throughput_mb=10)
-QUICK = Plan(repeats=2, noise_mb=10, fleet_sizes=[1, 4], fleet_deploys=1, throughput_mb=3)
+FULL = Plan(
+    repeats=5,
+    noise_mb=30,
+    fleet_sizes=[1, 16, 64],
+    fleet_deploys=2,
+    throughput_mb=10,
+    slow_links=["1 MB/s", "200 KB/s", "150 KB/s"],
+    slow_repeats=3,
+    fleet_status_only=[128],
+)
+QUICK = Plan(
+    repeats=2,
+    noise_mb=10,
+    fleet_sizes=[1, 4],
+    fleet_deploys=1,
+    throughput_mb=3,
+    slow_links=["150 KB/s"],
+    slow_repeats=1,
+    fleet_status_only=[],
+)
 
 
 def log(message: str) -> None:
@@ -80,12 +111,18 @@ def _run_sections(
     if "biglog" in only:
         log(f"== a wait over a {plan.noise_mb:g} MB log")
         results["biglog"] = _dicts(run_biglog(rig, ansible, plan.noise_mb, 2, log))
+    if "slowlink" in only:
+        log(f"== waits over slow links (+{DELAY_S * 1000:.0f} ms each way)")
+        results["slowlink"] = _dicts(
+            run_slowlink(rig, ansible, plan.noise_mb, plan.slow_repeats, plan.slow_links, log)
+        )
     if "e2e" in only:
         log("== end-to-end deploy, instantly-ready node")
         results["e2e"] = _dicts(run_e2e(rig, ansible, plan.repeats, log))
     if "fleet" in only:
         log("== fleet scaling")
-        results["fleet"] = _dicts(run_fleet(rig, plan.fleet_sizes, plan.fleet_deploys, 3, log))
+        fleet = run_fleet(rig, plan.fleet_sizes, plan.fleet_deploys, 3, log, plan.fleet_status_only)
+        results["fleet"] = _dicts(fleet)
     if "redeploy" in only:
         log("== idempotent redeploy")
         results["redeploy"] = _dicts(run_redeploy(rig, plan.repeats, log))

@@ -1,17 +1,19 @@
-"""Fleet scaling: 1, 4 and 16 hosts, wall time T(N)/T(1).
+"""Fleets from one laptop: `fab deploy` and `fab status` over N hosts, T(N)/T(1), and what the
+operator's own process pays per host (CPU seconds, peak memory).
 
-There is no fleet deploy command yet, so two things that exist are measured:
-- deploy: N hosts deployed in parallel from a thread pool over the core API (`plan_deploy` +
-  `apply_deploy`, one SshNode per host), as a fleet command would; timed to the last READY.
-- status: `fab status --host h0,h1,...` (the CLI runs hosts in parallel, up to 16 threads),
-  with the N servers up; timed from the command's start to its exit.
-Every "host" is an inventory entry on the same sshd with its own workdir, port and simulated
-GPU state, so all N servers run on this one machine: T(N) includes N servers starting on 2
-cores, which a real fleet (N machines) would not pay.
+Every host is an inventory entry on the bench's sshd with its own workdir and port; the
+engine is bench/nodeside/cheap_engine.py (one stdlib process that prints SGLang's lines and
+answers HTTP 200), so 64 servers fit on two cores and the measure is firedup's own work.
+Both commands run as the real CLI in a child process: wall time from its start to its exit,
+and its rusage (os.wait4: user + system CPU, peak RSS) for the operator's side. The node side
+(sshd, preflight's python, the log reader, the probes) runs on the same two cores, which 64
+real machines would not share: its CPU is reported beside it.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -19,106 +21,144 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.rig import Rig
+from bench.rig import Rig, node_cpu_s
+from bench.tools import BENCH
 from firedup.config.inventory import Inventory
 from firedup.launch.runs import current_run, stop_run
 from firedup.node.ssh import SshNode
-from firedup.ops.apply import apply_deploy
-from firedup.ops.deploy import plan_deploy, wait_options
-from tests.conftest import SIM_MODELS, fab, free_port
+from tests.conftest import FAB, REPO, SIM_MODELS, free_port
 
-SPEED = "1000"
+CHEAP_PYTHON = str(BENCH / "nodeside" / "cheap-python")
+
+
+@dataclass
+class Timed:
+    wall_s: float
+    cpu_s: float  # the operator's process: user + system
+    peak_rss_mb: float
+    node_cpu_s: float
+    ok: bool
+    tail: str = ""
 
 
 @dataclass
 class FleetSample:
     hosts: int
-    deploy_s: list[float] = field(default_factory=list)
-    status_s: list[float] = field(default_factory=list)
-    deploy_ok: bool = True
-    status_ok: bool = True
+    deploy: list[Timed] = field(default_factory=list)
+    status: list[Timed] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {
+            "hosts": self.hosts,
+            "deploy": [t.__dict__ for t in self.deploy],
+            "status": [t.__dict__ for t in self.status],
+        }
 
 
 def fleet_inventory(rig: Rig, n: int) -> tuple[Inventory, Path]:
     where = rig.fresh_dir(f"fleet{n}")
     hosts, deployments = {}, {}
     for i in range(n):
-        workdir = where / f"h{i}"
-        hosts[f"h{i}"] = rig.host_entry(workdir, f"d{i}", FIREDUP_SIM_SPEED=SPEED)
+        entry = rig.host_entry(where / f"h{i}", f"d{i}")
+        entry["python"] = CHEAP_PYTHON
+        hosts[f"h{i}"] = entry
         deployments[f"d{i}"] = {
             "engine": "sglang",
             "model": str(SIM_MODELS / "tiny-llama"),
             "port": free_port(),
+            "ready_timeout_s": 300,
         }
     return rig.inventory(where, hosts, deployments)
 
 
-def _deploy_one(inv: Inventory, name: str) -> bool:
-    spec = inv.host(name)
-    deployment = inv.deployment_for(spec)
-    node = SshNode(spec)
-    try:
-        status = apply_deploy(node, plan_deploy(spec, deployment), wait_options(deployment, 120, 1))
-        return status.ready
-    finally:
-        node.close()
-
-
-def _stop_one(inv: Inventory, name: str) -> None:
-    spec = inv.host(name)
-    node = SshNode(spec)
-    try:
-        run = current_run(node, spec)
-        if run is not None:
-            stop_run(node, run, grace_s=2)
-    finally:
-        node.close()
-
-
-def _deploy_all(inv: Inventory, names: list[str]) -> tuple[float, bool]:
+def timed_fab(rig: Rig, *args: str, ok: Callable[[int, str], bool]) -> Timed:
+    """The CLI in a child process; its wall time and its own rusage (threads included)."""
+    cpu0 = node_cpu_s(rig.sshd_pid)
     t0 = time.monotonic()
-    with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        results = list(pool.map(lambda n: _deploy_one(inv, n), names))
-    return time.monotonic() - t0, all(results)
+    proc = subprocess.Popen(
+        [FAB, *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    out = proc.stdout.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - t0
+    return Timed(
+        wall_s=wall,
+        cpu_s=usage.ru_utime + usage.ru_stime,
+        peak_rss_mb=usage.ru_maxrss / 1024,
+        node_cpu_s=node_cpu_s(rig.sshd_pid) - cpu0,
+        ok=ok(proc.returncode, out),
+        tail=out[-3000:] if proc.returncode else "",
+    )
 
 
-def measure_fleet(rig: Rig, n: int, deploys: int, statuses: int) -> FleetSample:
-    inv, path = fleet_inventory(rig, n)
-    names = sorted(inv.hosts, key=lambda h: int(h[1:]))
+def _stop_all(inv: Inventory, names: list[str]) -> None:
+    def one(name: str) -> None:
+        spec = inv.host(name)
+        node = SshNode(spec)
+        try:
+            run = current_run(node, spec)
+            if run is not None:
+                stop_run(node, run, grace_s=2)
+        finally:
+            node.close()
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(one, names))
+
+
+def measure_fleet(rig: Rig, n: int, deploys: int, statuses: int, deploy: bool) -> FleetSample:
+    """Each deploy round gets fresh hosts (workdirs, ports): a port the last round's server
+    just let go of is not a test of firedup. `status` runs over the last round's servers."""
     sample = FleetSample(n)
-    pool = ThreadPoolExecutor(max_workers=n)
+    inv, path = fleet_inventory(rig, n)
     try:
-        for round_ in range(deploys):
-            wall, ok = _deploy_all(inv, names)
-            sample.deploy_s.append(wall)
-            sample.deploy_ok &= ok
-            if round_ < deploys - 1:
-                list(pool.map(lambda h: _stop_one(inv, h), names))
+        for round_ in range(deploys if deploy else 0):
+            if round_:
+                _stop_all(inv, list(inv.hosts))
+                inv, path = fleet_inventory(rig, n)
+            names = ",".join(sorted(inv.hosts, key=lambda h: int(h[1:])))
+            argv = ["deploy", "--host", names, "--inventory", str(path)]
+            sample.deploy.append(
+                timed_fab(rig, *argv, ok=lambda code, out: code == 0 and out.count("READY") >= n)
+            )
+        want = "ready" if deploy else "never-deployed"
+        names = ",".join(sorted(inv.hosts, key=lambda h: int(h[1:])))
         for _ in range(statuses):
-            t0 = time.monotonic()
-            result = fab("status", "--host", ",".join(names), "--inventory", str(path))
-            sample.status_s.append(time.monotonic() - t0)
-            rows = [ln.split() for ln in result.stdout.splitlines()[1:]]
-            ready = sum(1 for row in rows if len(row) > 5 and row[5] == "ready")
-            sample.status_ok &= result.returncode == 0 and ready == n
+            argv = ["status", "--host", names, "--inventory", str(path)]
+            sample.status.append(
+                timed_fab(rig, *argv, ok=lambda code, out: code == 0 and out.count(want) >= n)
+            )
     finally:
-        list(pool.map(lambda h: _stop_one(inv, h), names))
-        pool.shutdown()
+        if deploy:
+            _stop_all(inv, list(inv.hosts))
     return sample
 
 
 def run_fleet(
-    rig: Rig, sizes: list[int], deploys: int, statuses: int, log: Callable[[str], None]
+    rig: Rig,
+    sizes: list[int],
+    deploys: int,
+    statuses: int,
+    log: Callable[[str], None],
+    status_only: list[int] | None = None,
 ) -> list[FleetSample]:
     samples = []
-    for n in sizes:
-        s = measure_fleet(rig, n, deploys, statuses)
+    plan = [(n, True) for n in sizes] + [(n, False) for n in status_only or []]
+    for n, deploy in plan:
+        s = measure_fleet(rig, n, deploys, statuses, deploy)
         samples.append(s)
-        log(
-            f"  N={n:2d}  deploy {', '.join(f'{x:.2f}s' for x in s.deploy_s)} ok={s.deploy_ok}  "
-            f"status {', '.join(f'{x:.2f}s' for x in s.status_s)} ok={s.status_ok}"
-        )
+        for what, runs in (("deploy", s.deploy), ("status", s.status)):
+            for t in runs:
+                log(
+                    f"  N={n:3d} {what:6s} {t.wall_s:6.2f}s ok={t.ok} operator cpu "
+                    f"{t.cpu_s:5.2f}s rss {t.peak_rss_mb:5.0f} MB node cpu {t.node_cpu_s:5.1f}s"
+                    + (f"\n{t.tail}" if t.tail else "")
+                )
     return samples

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench import slowlink
+from bench.fleet import __doc__ as fleet_doc
 from bench.report import fmt, median, ratio, table
 
 
@@ -146,31 +148,46 @@ def _e2e(samples: list[dict[str, Any]]) -> str:
     return table(headers, rows)
 
 
+def _fleet_row(s: dict[str, Any], what: str, one: dict[str, Any] | None) -> list[str] | None:
+    runs = s[what]
+    if not runs:
+        return None
+    wall, n = median(r["wall_s"] for r in runs), s["hosts"]
+    cpu, rss = median(r["cpu_s"] for r in runs), median(r["peak_rss_mb"] for r in runs)
+    keys = ("wall_s", "cpu_s", "peak_rss_mb")
+    base = [median(r[k] for r in one[what]) for k in keys] if one else None
+    marginal = "—"
+    if base and n > 1 and cpu is not None and rss is not None and None not in base:
+        extra_cpu, extra_mb = (cpu - base[1]) / (n - 1), (rss - base[2]) / (n - 1)  # type: ignore[operator]
+        marginal = f"{extra_cpu:.3f}s / {1000 * extra_mb:.0f} KB"
+    return [
+        what,
+        str(n),
+        fmt(wall),
+        ratio(wall, base[0] if base else None),
+        str(all(r["ok"] for r in runs)),
+        fmt(cpu),
+        fmt(rss, " MB", 0),
+        marginal,
+        fmt(median(r["node_cpu_s"] for r in runs), "s", 1),
+    ]
+
+
 def _fleet(samples: list[dict[str, Any]]) -> str:
-    d1 = median(next((s["deploy_s"] for s in samples if s["hosts"] == 1), []))
-    s1 = median(next((s["status_s"] for s in samples if s["hosts"] == 1), []))
     rows = []
-    for s in samples:
-        d, st = median(s["deploy_s"]), median(s["status_s"])
-        rows.append(
-            [
-                str(s["hosts"]),
-                fmt(d),
-                ratio(d, d1),
-                str(s["deploy_ok"]),
-                fmt(st),
-                ratio(st, s1),
-                str(s["status_ok"]),
-            ]
-        )
+    for what in ("deploy", "status"):
+        one = next((s for s in samples if s["hosts"] == 1 and s[what]), None)
+        rows += [r for s in samples if (r := _fleet_row(s, what, one))]
     headers = [
+        "command",
         "hosts N",
-        "deploy T(N)",
+        "T(N)",
         "T(N)/T(1)",
-        "all ready",
-        "`fab status` T(N)",
-        "T(N)/T(1)",
-        "all rows ready",
+        "all ok",
+        "operator CPU",
+        "operator peak RSS",
+        "operator per extra host: CPU / RSS",
+        "node side CPU (same 2 cores)",
     ]
     return table(headers, rows)
 
@@ -251,6 +268,7 @@ framing and window updates included), from the launch to the report. "payload to
 what its Node calls returned (streamed log plus probe output). The loop and wait_for move
 almost nothing over the wire; they pay on the node instead, re-reading the whole log at each
 poll (node CPU column).""",
+    "slowlink": "## Waits over slow links\n\n" + (slowlink.__doc__ or ""),
     "e2e": """## End-to-end deploy against an instantly-ready node, and SSH connections
 
 tiny-llama at FIREDUP_SIM_SPEED=1000: all that is left is process start-up. Each deploy is the
@@ -260,13 +278,7 @@ bench/loops/deploy.sh (ssh upload, ssh start, ssh + grep + ss every second); the
 bench/ansible/deploy.yml (file, copy, shell, wait_for log, wait_for port; Ansible's default
 ControlPersist). SSH connections are counted at the sshd ("Accepted publickey" lines at
 LogLevel VERBOSE) per deploy. "remote ops" are firedup's Node calls (run, put, stream).""",
-    "fleet": """## Fleet scaling
-
-No fleet deploy command exists yet. *deploy*: N hosts deployed in parallel from a thread pool
-over the core API (`plan_deploy` + `apply_deploy`, one SshNode each), timed to the last READY.
-*status*: `fab status --host h0,h1,...` (the CLI runs the hosts in parallel), the N servers
-up. All N "hosts" are inventory entries on one sshd on this 2-core machine, so T(N) includes N
-servers starting at once on the same CPUs, which N real machines would not share.""",
+    "fleet": "## Fleet scaling\n\n" + (fleet_doc or ""),
     "redeploy": """## Idempotent redeploy
 
 What a deploy does before its launch when nothing changed: `sync_patches` with the Kimi-K2.5
@@ -287,6 +299,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         "latency": lambda r: _latency(r["latency"]["summary"]),
         "steady": lambda r: _steady(r["steady"]["samples"], r["steady"]["per_command"]),
         "biglog": lambda r: _biglog(r["biglog"]),
+        "slowlink": lambda r: slowlink.render_slowlink(r["slowlink"]),
         "e2e": lambda r: _e2e(r["e2e"]),
         "fleet": lambda r: _fleet(r["fleet"]),
         "redeploy": lambda r: _redeploy(r["redeploy"]),

@@ -24,6 +24,7 @@ from firedup.config.inventory import Inventory, load_inventory
 from firedup.config.secrets import learn_secrets, mask
 from firedup.errors import DeployError, UsageError
 from firedup.node.base import Node
+from firedup.node.gate import CONNECTING, DEFAULT_CONNECTING
 from firedup.node.ssh import open_node
 from firedup.ops.results import HostResults
 
@@ -154,6 +155,20 @@ def fitted(text: str, stream: TextIO) -> str:
     )
 
 
+MAX_PARALLEL_HELP = (
+    "hosts in their SSH handshake at once (default 8, or firedup.max_parallel in fabric.yaml; "
+    "a bastion's sshd drops connections past its MaxStartups, 10 by default)"
+)
+
+
+def limit_connecting(c: Context, flag: int = 0) -> None:
+    """How many hosts connect at once: --max-parallel > config max_parallel > default."""
+    size = int(flag or _config(c, "max_parallel") or DEFAULT_CONNECTING)
+    if size < 1:
+        raise UsageError(f"--max-parallel must be at least 1, not {size}")
+    CONNECTING.resize(size)
+
+
 def say(message: str) -> None:
     print(mask(message), flush=True)
 
@@ -177,12 +192,16 @@ def per_host(names: list[str], work: Callable[[str], T]) -> HostResults[T]:
     if len(names) == 1:
         return HostResults({names[0]: _capture(work, names[0])})
     results: dict[str, T | DeployError] = {}
+    bugs: list[BaseException] = []
+
+    def one(name: str) -> None:
+        try:
+            results[name] = _capture(work, name)
+        except BaseException as exc:  # a bug: re-raised below with its own traceback
+            bugs.append(exc)
+
     threads = [
-        threading.Thread(
-            target=lambda n=name: results.__setitem__(n, _capture(work, n)),
-            name=f"firedup-{name}",
-            daemon=True,
-        )
+        threading.Thread(target=one, args=(name,), name=f"firedup-{name}", daemon=True)
         for name in names
     ]
     for thread in threads:
@@ -190,6 +209,8 @@ def per_host(names: list[str], work: Callable[[str], T]) -> HostResults[T]:
     for thread in threads:
         while thread.is_alive():
             thread.join(0.2)
+    if bugs:
+        raise bugs[0]
     return HostResults({name: results[name] for name in names})
 
 

@@ -31,11 +31,13 @@ from firedup.readiness.watch import WaitStatus
 
 from .common import (
     INVENTORY_HELP,
+    MAX_PARALLEL_HELP,
     connect,
     connected,
     exit_by_rule,
     fitted,
     get_inventory,
+    limit_connecting,
     number,
     per_host,
     reporting,
@@ -66,9 +68,13 @@ def _ready_message(key: str, status: WaitStatus) -> str:
 
 
 def _hooks(view: HostView) -> WaitHooks:
-    return WaitHooks(
-        on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
-    )
+    # The raw log crosses the link only when asked for (--follow): the wait reads it on the
+    # node (firedup.readiness.nodeside) and gets states, not bytes.
+    if view.board.follow:
+        return WaitHooks(
+            on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
+        )
+    return WaitHooks(on_status=view.status, on_scan=view.scan, on_reconnect=view.reconnect)
 
 
 class Launches(dict[str, RunMeta]):
@@ -156,7 +162,10 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
     return units
 
 
-def _run_fleet(c: Context, inv: Inventory, selector: str, output: Output, work: Work) -> None:
+def _run_fleet(
+    c: Context, inv: Inventory, selector: str, output: Output, work: Work, max_parallel: int = 0
+) -> None:
+    limit_connecting(c, max_parallel)
     units = {",".join(unit): unit for unit in units_of(inv, selector)}
     mode = output.mode()
     board = Board(list(units), follow=output.follow, mode=mode)
@@ -242,6 +251,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         "plain": PLAIN_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
         "force-unlock": UNLOCK_HELP,
+        "max-parallel": MAX_PARALLEL_HELP,
     }
 )
 def deploy(
@@ -256,6 +266,7 @@ def deploy(
     plain: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
+    max_parallel: int = 0,
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
     with reporting():
@@ -271,6 +282,7 @@ def deploy(
             selector,
             Output(follow, json, plain),
             _deploy_one(how, *knobs),
+            max_parallel,
         )
 
 

@@ -20,9 +20,11 @@ from firedup.readiness.timeline import from_spans, inline_text
 from .common import (
     HOST_HELP,
     INVENTORY_HELP,
+    MAX_PARALLEL_HELP,
     connected,
     exit_by_rule,
     get_inventory,
+    limit_connecting,
     per_host,
     progress,
     reporting,
@@ -88,13 +90,19 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         "host": "host, group or comma list (default: every host)",
         "inventory": INVENTORY_HELP,
         "json": "print one JSON object (format: docs/status.md)",
+        "max-parallel": MAX_PARALLEL_HELP,
     }
 )
 def status(
-    c: Context, host: str | None = None, inventory: str | None = None, json: bool = False
+    c: Context,
+    host: str | None = None,
+    inventory: str | None = None,
+    json: bool = False,
+    max_parallel: int = 0,
 ) -> None:
     """What runs where: run, phase, each readiness signal, GPUs, patches, serving stats."""
     with reporting():
+        limit_connecting(c, max_parallel)
         inv = get_inventory(c, inventory)
         names = [spec.name for spec in inv.select(host)]
 

@@ -29,7 +29,7 @@ from firedup.node.lock import HeldLock, mark_waiting
 from firedup.ops.deploy import DeployPlan, Progress, record, stopped_during_wait
 from firedup.ops.history import Action, outcome_of, read_history, stop_of
 from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
-from firedup.readiness.watch import RunWatcher, WaitStatus, tail_argv
+from firedup.readiness.watch import RunWatcher, WaitStatus
 
 LOCK_RETAKEN = "the node's lock was lost with the connection; taken again"
 # A rank's lock and where to say that it was re-taken: a deploy holds one per rank >= 1.
@@ -66,12 +66,9 @@ class RankWatch:
 
     def _follow(self, watcher: RunWatcher) -> None:
         watcher.look()  # raises when the rank is already dead
-        stream = self.rank.node.stream(tail_argv(self.run, watcher.offset), timeout_s=1.0)
-        for chunk in stream:
+        for _update in watcher.updates(1.0, looks=False):
             if self.stop.is_set():
                 return
-            if chunk:
-                watcher.feed(chunk)
             if watcher.failed_for_sure:
                 raise watcher.fail()
 

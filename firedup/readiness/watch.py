@@ -1,20 +1,21 @@
 """Waiting for a run to be truly ready, without being fooled and without waiting on the dead.
 
-The log streams over one long-lived channel from the launch offset (`tail -F --pid`), so its
-bytes cross the wire once and a fatal line or the server's exit is seen within a fraction of
-a second. Process, socket and health are looked at on log events (a phase change, the ready
-line) and on a slower tick. Ready means every signal agrees: the process group is alive, the
-ready line is in this run's log, the port is in LISTEN by a process of our session, and the
-health endpoint answers 200 when asked from the node itself.
+The log is read next to it, on the node, by firedup's own classifier (firedup.readiness.logfeed)
+over one long-lived channel, so a phase change, a fatal line or the server's exit is known
+within a fraction of a second on any link, and the log stays on the node. Process, socket
+and health are looked at on log events (a phase change, the ready line) and on a slower tick.
+Ready means every signal agrees: the process group is alive, the ready line is in this run's
+log, the port is in LISTEN by a process of our session, and the health endpoint answers 200
+when asked from the node itself.
 
 "Not yet" is a value; "dead" is raised and never retried; a dropped connection is retried with
-backoff and resumes at the same offset (a reconnect never relaunches). Sleep and clock are
-injected so tests can drive the loop.
+backoff and the node's reader picks the log up again (a reconnect never relaunches). Sleep
+and clock are injected so tests can drive the loop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from firedup.errors import (
@@ -23,15 +24,15 @@ from firedup.errors import (
     ServerCrashedError,
 )
 from firedup.launch.runs import RunMeta
-from firedup.logscan import EventKind, LogScanner, Phase, Reason, ScanState, Verdict
-from firedup.node.base import Node
+from firedup.logscan import Phase, Reason, ScanState, Verdict
+from firedup.node.base import Node, script_text
 from firedup.node.probe import Probe, probe_run
 from firedup.readiness.budgets import StallTracker, StallWarning, budgets_for
+from firedup.readiness.logfeed import TAIL_LINES, LogFeed, Update
 
-TAIL_LINES = 15
 FAIL_GRACE_S = 3.0  # after a fatal line, how long to let the dying server finish its traceback
 STALL_AFTER_S = 60.0
-TAIL_SLEEP_S = "0.2"  # how often `tail --pid` checks that the server is still alive
+DEAD_GRACE_S = 10.0  # a dead server: how long the node reader may take to send the end
 LOOK_LOG_BYTES = 64 * 1024
 
 
@@ -94,14 +95,6 @@ def health_url(run: RunMeta) -> str:
     return f"http://{host}:{run.port}/health"
 
 
-def tail_argv(run: RunMeta, offset: int) -> list[str]:
-    """Follow the log from `offset`; `--pid` ends the stream soon after the server dies."""
-    argv = ["tail", "-c", f"+{offset + 1}", "-F", "-s", TAIL_SLEEP_S]
-    if run.pid is not None:
-        argv.append(f"--pid={run.pid}")
-    return [*argv, run.log_path]
-
-
 def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) -> Exception:
     where = f"log: {run.log_path}"
     if scan.reason is Reason.PORT_IN_USE and probe.foreign_listeners:
@@ -136,7 +129,8 @@ def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) ->
 
 
 class RunWatcher:
-    """Holds what is known about one run: the log offset, the classifier, the stall clock."""
+    """Holds what is known about one run: its log (firedup.readiness.logfeed), the looks,
+    the stall clock."""
 
     def __init__(
         self,
@@ -150,18 +144,31 @@ class RunWatcher:
         self.run = run
         self.clock = clock
         self.started = clock()
-        self.offset = 0
-        self.scanner = LogScanner(engine=run.engine)
-        self.tail: list[str] = []
+        self.log = LogFeed(run, self._failing)
         budgets = budgets_for(run.engine, phase_budgets_s or {})
         self.stalls = StallTracker(budgets, stall_after_s, self.started)
         self.seen_offset = 0
         self.failing_since: float | None = None
+        self.dead_since: float | None = None
+        self.following = False
         self.saw_listening = False
+        self.last_probe: Probe | None = None
+
+    def _failing(self) -> None:
+        if self.failing_since is None:
+            self.failing_since = self.clock()
 
     @property
     def scan(self) -> ScanState:
-        return self.scanner.state
+        return self.log.scan
+
+    @property
+    def offset(self) -> int:
+        return self.log.offset
+
+    @property
+    def tail(self) -> list[str]:
+        return self.log.tail
 
     @property
     def failed_for_sure(self) -> bool:
@@ -170,42 +177,87 @@ class RunWatcher:
         reason = self.scan.reason
         return self.scan.verdict is Verdict.FAILED and reason is not None and reason.rank >= 3
 
+    def updates(
+        self, tick_s: float, loading_s: float | None = None, *, looks: bool = True
+    ) -> Iterator[Update]:
+        """Follow the log until the server's pid is gone (see LogFeed.updates); the node
+        looks every `tick_s` once the port may be open, every `loading_s` before (never
+        without `looks`: a watcher that only wants a death)."""
+        look = (
+            None
+            if not looks
+            else {
+                "script": script_text("probe"),
+                "args": [self.run.rundir, str(self.run.port)],
+                "health_url": health_url(self.run),
+                "tick_s": tick_s,
+                "loading_s": loading_s or tick_s,
+            }
+        )
+        self.following = True
+        try:
+            yield from self.log.updates(self.node, tick_s, look)
+        finally:
+            self.following = False
+
     def feed(self, chunk: bytes) -> bool:
-        """Feed log bytes; True when they changed the phase or brought the ready line."""
-        self.offset += len(chunk)
-        events = self.scanner.feed(chunk)
-        lines = chunk.decode("utf-8", "replace").replace("\r", "\n").splitlines()
-        self.tail = [*self.tail, *(ln for ln in lines if ln.strip())][-TAIL_LINES:]
-        if self.scan.verdict is Verdict.FAILED and self.failing_since is None:
-            self.failing_since = self.clock()
-        return any(e.kind in {EventKind.PHASE, EventKind.READY} for e in events)
+        """Classify log bytes here (see LogFeed.feed)."""
+        return self.log.feed(chunk)
 
     def fail(self, probe: Probe | None = None) -> Exception:
-        """The error for a dead or failed run, after reading the end a dying server wrote."""
+        """The error for a dead or failed run. Read on the node, the log's end is already
+        known; read here, the end a dying server wrote is fetched first."""
+        if self.log.node_side:
+            probe = probe or self.last_probe  # the node's own look at the end, when it sent one
+            if probe is None:
+                probe = probe_run(self.node, self.run.rundir, self.run.port, 0, max_bytes=0)
+            return crash_error(self.run, self.scan, self.tail, probe)
         while probe is None or probe.log_chunk:
             if probe is not None:
-                self.feed(probe.log_chunk)
-                if probe.log_size is not None and self.offset >= probe.log_size:
+                self.log.feed(probe.log_chunk)
+                if probe.log_size is not None and self.log.raw_offset >= probe.log_size:
                     break
-            probe = probe_run(self.node, self.run.rundir, self.run.port, self.offset)
-        self.scanner.finish()
+            probe = probe_run(self.node, self.run.rundir, self.run.port, self.log.raw_offset)
+        self.log.finish()
         return crash_error(self.run, self.scan, self.tail, probe)
 
-    def look(self, timeout_s: float = 30.0) -> WaitStatus:
-        """Probe process, socket and health; raise when the run is dead or has failed."""
+    def _dead(self, probe: Probe) -> bool:
+        """Whether the look's news ends the wait. Read on the node, a death waits (briefly)
+        for the reader to send what the server wrote last; it ends its stream right after."""
+        if self.scan.verdict is Verdict.FAILED:
+            return True
+        if probe.alive:
+            self.dead_since = None
+            return False
+        if not self.log.node_side or self.log.final or not self.following:
+            return True
+        now = self.clock()
+        self.dead_since = self.dead_since if self.dead_since is not None else now
+        return now - self.dead_since >= DEAD_GRACE_S
+
+    def look(self, timeout_s: float = 30.0, probe: Probe | None = None) -> WaitStatus:
+        """Judge a look the node took (`probe`) or take one now; raise when the run is dead
+        or has failed."""
+        if probe is not None:
+            self.last_probe = probe
+            return self._judge(probe)
         wants_health = self.saw_listening or self.scan.phase.order >= Phase.HTTP_UP.order
-        # The probe also brings the log past our offset: unused while the server lives (the
-        # stream delivers those bytes), it saves a round trip when the server has just died.
+        # Read here, the probe also brings the log past our offset: unused while the server
+        # lives (the stream delivers those bytes), it saves a round trip when it has just
+        # died. Read on the node, the look carries no log at all.
         probe = probe_run(
             self.node,
             self.run.rundir,
             self.run.port,
-            self.offset,
-            max_bytes=LOOK_LOG_BYTES,
+            self.log.raw_offset,
+            max_bytes=0 if self.log.node_side else LOOK_LOG_BYTES,
             health_url=health_url(self.run) if wants_health else "",
             timeout_s=timeout_s,
         )
-        if not probe.alive or self.scan.verdict is Verdict.FAILED:
+        return self._judge(probe)
+
+    def _judge(self, probe: Probe) -> WaitStatus:
+        if self._dead(probe):
             raise self.fail(probe)
         if not probe.ss_available:
             raise PreflightError(

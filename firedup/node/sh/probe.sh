@@ -35,7 +35,10 @@ else
 fi
 if [ -f "$rundir/server.log" ]; then
   printf 'log_size=%s\n' "$(stat -c %s "$rundir/server.log")"
-  printf 'log=%s\n' "$(tail -c +"$((offset + 1))" "$rundir/server.log" | head -c "$max" | base64 -w0)"
+  # MAXBYTES 0: the wait reads the log on the node and needs none of it here.
+  if [ "$max" -gt 0 ]; then
+    printf 'log=%s\n' "$(tail -c +"$((offset + 1))" "$rundir/server.log" | head -c "$max" | base64 -w0)"
+  fi
 fi
 if [ -n "$health_url" ]; then
   # Asked from the node itself: no dependence on the port being reachable from the operator.

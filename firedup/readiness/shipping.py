@@ -1,0 +1,193 @@
+"""Shipping the node-side log reader with the wait's command, and reading what it sends back.
+
+The reader (firedup.readiness.nodeside) and the classifier it runs (firedup.logscan) travel
+inside the command itself: their sources, zlib-compressed, as one argument to `python3 -c`
+with a small boot script that imports them from memory. Nothing is installed on the node,
+nothing is left behind, and the node always runs the operator's own version of the reader.
+The boot script falls back to exec'ing `tail -F` (announced by a RAW marker) when the node's
+python is older than 3.8 or cannot import the reader; then the operator reads the log
+itself, as before. A node without python3 at all ends the stream with no marker at all.
+
+`FrameParser` turns the stream back into states (dicts) or raw log bytes.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import importlib.util
+import json
+import secrets
+import sys
+import threading
+import zlib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+ENTRY = "firedup.readiness.nodeside"
+MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatter before it)
+
+# Runs on any python3: too old, or the reader does not import -> the plain log via tail.
+BOOT = r"""
+import os, sys
+def raw():
+    sys.stdout.write("\nFIREDUP-RAW %s\n" % sys.argv[2])
+    sys.stdout.flush()
+    os.execvp(sys.argv[4], sys.argv[4:])
+if sys.version_info < (3, 8):
+    raw()
+try:
+    import base64, json, zlib, importlib.abc, importlib.util
+    SRC = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
+    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+        def find_spec(self, name, path=None, target=None):
+            if name in SRC:
+                return importlib.util.spec_from_loader(name, self, is_package=SRC[name][0])
+            return None
+        def create_module(self, spec):
+            return None
+        def exec_module(self, module):
+            is_pkg, text = SRC[module.__name__]
+            if is_pkg:
+                module.__path__ = []
+            exec(compile(text, "<firedup>/" + module.__name__, "exec"), module.__dict__)
+    sys.meta_path.insert(0, Finder())
+    from firedup.readiness import nodeside
+except Exception:
+    raw()
+sys.exit(nodeside.main(sys.argv[2:4]))
+"""
+
+
+class BundleError(RuntimeError):
+    """The reader would import something the node's stdlib may lack (a bug in firedup)."""
+
+
+def _imports(source: str, package: str) -> set[str]:
+    """Absolute names of what `source` imports (`package`: where its relative imports start),
+    including `module.name` candidates for `from module import name`."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _module_file(name: str) -> Path | None:
+    try:
+        spec = importlib.util.find_spec(name)
+    except ModuleNotFoundError:  # `from module import name`: a name in a module, not a module
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin else None
+
+
+_BUILDING = threading.Lock()  # a fleet's waits ask at once; CPython 3.11's ast.parse is not
+# safe to run in two threads at once ("AST constructor recursion depth mismatch")
+
+
+def bundle() -> dict[str, tuple[bool, str]]:
+    """module name -> (is package, source) for the reader and every firedup module it needs.
+
+    Parent packages outside that closure ship empty: their __init__ may import the world."""
+    with _BUILDING:
+        return _bundle()
+
+
+@cache
+def _bundle() -> dict[str, tuple[bool, str]]:
+    todo, found = [ENTRY], dict[str, tuple[bool, str]]()
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue  # `from package import name` where name is not a module
+        source = path.read_text(encoding="utf-8")
+        is_package = path.name == "__init__.py"
+        found[name] = (is_package, source)
+        package = name if is_package else name.rpartition(".")[0]
+        for imported in _imports(source, package):
+            top = imported.split(".")[0]
+            if top == "firedup":
+                todo.append(imported)
+            elif top not in sys.stdlib_module_names and top != "__future__":
+                raise BundleError(f"{name} imports {imported}, which is not in the stdlib")
+    for name in list(found):
+        parts = name.split(".")
+        for i in range(1, len(parts)):
+            found.setdefault(".".join(parts[:i]), (True, ""))
+    return found
+
+
+def bundle_arg() -> str:
+    with _BUILDING:
+        return _bundle_arg()
+
+
+@cache
+def _bundle_arg() -> str:
+    data = json.dumps(_bundle(), sort_keys=True).encode("utf-8")
+    return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+
+
+def reader_argv(options: dict[str, Any], nonce: str, tail: list[str]) -> list[str]:
+    """The command that runs the reader on the node with `options` (nodeside.main says
+    which); `tail` is the fallback's argv."""
+    encoded = json.dumps(options, separators=(",", ":"))
+    return ["python3", "-c", BOOT, bundle_arg(), nonce, encoded, *tail]
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(8)
+
+
+@dataclass
+class FrameParser:
+    """Splits the reader's stream into states and raw log bytes.
+
+    `mode` is None until the marker arrives, then "node" (frames) or "raw" (a plain log)."""
+
+    nonce: str
+    mode: str | None = None
+    buffer: bytes = b""
+    states: list[dict[str, Any]] = field(default_factory=list)
+
+    def feed(self, chunk: bytes) -> tuple[list[dict[str, Any]], bytes]:
+        """The states completed by `chunk` and, in raw mode, its log bytes."""
+        self.buffer += chunk
+        if self.mode is None and not self._find_marker():
+            return [], b""
+        if self.mode == "raw":
+            raw, self.buffer = self.buffer, b""
+            return [], raw
+        states: list[dict[str, Any]] = []
+        while True:
+            head, sep, rest = self.buffer.partition(b"\n")
+            if not sep:
+                break
+            kind, _, size = head.partition(b" ")
+            if kind != b"S" or not size.isdigit():
+                raise ValueError(f"unexpected frame header from the node reader: {head[:80]!r}")
+            if len(rest) < int(size):
+                break
+            states.append(json.loads(rest[: int(size)]))
+            self.buffer = rest[int(size) :]
+        return states, b""
+
+    def _find_marker(self) -> bool:
+        for mode, word in (("node", b"FIREDUP-READER"), ("raw", b"FIREDUP-RAW")):
+            marker = b"\n" + word + b" " + self.nonce.encode() + b"\n"
+            at = self.buffer.find(marker)
+            if at >= 0:
+                self.mode, self.buffer = mode, self.buffer[at + len(marker) :]
+                return True
+        self.buffer = self.buffer[-MAX_PRELUDE:]
+        return False

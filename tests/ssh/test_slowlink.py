@@ -1,0 +1,93 @@
+"""A wait over a slow link (150 KB/s, 50 ms each way) with a noisy log: ready and a crash are
+reported within seconds of happening, and the log stays on the node.
+
+Before the log was read on the node, every byte of the log had to cross the link before the
+ready line could count, and a death read the rest of the log in 4 MiB pieces under a 30 s
+timeout: at 150 KB/s a piece never made it, and the crash was never reported.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from firedup.config.inventory import parse_inventory
+from firedup.errors import ServerCrashedError
+from firedup.launch.runs import stop_run
+from firedup.node.ssh import SshNode
+from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.readiness.wait import WaitOptions, wait_ready
+from tests.conftest import REPO, Sshd, sim_deployment, ssh_host
+from tests.slowlink import SlowLink
+
+pytestmark = pytest.mark.ssh
+
+NOISY_PYTHON = str(REPO / "bench" / "nodeside" / "noisy-python")
+RATE_BPS = 150_000
+NOISE_MB = "3"  # 20 s of this link: far past the bound below
+
+
+@pytest.fixture
+def link(sshd: Sshd) -> Iterator[SlowLink]:
+    relay = SlowLink(sshd.port, rate_bps=RATE_BPS, delay_s=0.05)
+    yield relay
+    relay.close()
+
+
+def _event_time(path: Path, name: str, timeout_s: float = 5.0) -> float:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if path.exists():
+            for line in path.read_text().splitlines():
+                event = json.loads(line)
+                if event["event"] == name:
+                    return float(event["t"])
+        time.sleep(0.05)
+    raise AssertionError(f"the simulator recorded no {name!r} event")
+
+
+def _node(sshd: Sshd, link: SlowLink, tmp_path: Path, **env: str) -> tuple[SshNode, object]:
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{link.port} {sshd.host_pub}\n")
+    host = ssh_host(sshd, tmp_path / "w", "d", port=link.port, known_hosts=str(known))
+    host["python"] = NOISY_PYTHON
+    host["env"] = {
+        **host["env"],
+        "FIREDUP_SIM_EVENTS": str(tmp_path / "events.jsonl"),
+        "FIREDUP_SIM_SPEED": "1",
+        "BENCH_NOISE_MB": NOISE_MB,
+        **env,
+    }
+    inv = parse_inventory(
+        {"hosts": {"n": host}, "deployments": {"d": sim_deployment()}}, tmp_path / "hosts.yaml"
+    )
+    spec = inv.host("n")
+    return SshNode(spec), plan_deploy(spec, inv.deployment_for(spec))
+
+
+@pytest.mark.parametrize("case", ["ready", "crash"])
+def test_a_noisy_wait_over_150_kbps(sshd: Sshd, link: SlowLink, tmp_path: Path, case: str) -> None:
+    env = {"FIREDUP_SIM_FAULT": "oom_load"} if case == "crash" else {}
+    node, plan = _node(sshd, link, tmp_path, **env)
+    run = start_plan(node, plan)  # type: ignore[arg-type]
+    _, down0 = link.snapshot()
+    try:
+        if case == "ready":
+            wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
+        else:
+            with pytest.raises(ServerCrashedError, match="oom"):
+                wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
+        reported = time.time()
+        event = _event_time(tmp_path / "events.jsonl", "ready" if case == "ready" else "crashed")
+        _, down = link.snapshot()
+        log_bytes = Path(run.log_path).stat().st_size
+    finally:
+        stop_run(node, run, grace_s=2)
+        node.close()
+    assert log_bytes > 2_500_000
+    assert reported - event < 2.0, f"{case} reported {reported - event:.1f} s after it happened"
+    assert down - down0 < 0.05 * log_bytes, f"{down - down0} bytes crossed for a {log_bytes} log"
