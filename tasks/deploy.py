@@ -239,6 +239,12 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
     return work
 
 
+FORCE_HELP = (
+    "with --restart: replace the live run even when another host entry sharing this node and "
+    "workdir started it"
+)
+
+
 @task(
     help={
         "host": HOSTS_HELP,
@@ -251,6 +257,7 @@ def _deploy_one(options: DeployOptions, timeout: int, poll: float) -> Work:
         "plain": PLAIN_HELP,
         "dry-run": "print the plan (preflight, patch diffs, script, actions); change nothing",
         "force-unlock": UNLOCK_HELP,
+        "force": FORCE_HELP,
         "max-parallel": MAX_PARALLEL_HELP,
     }
 )
@@ -266,6 +273,7 @@ def deploy(
     plain: bool = False,
     dry_run: bool = False,
     force_unlock: bool = False,
+    force: bool = False,
     max_parallel: int = 0,
 ) -> None:
     """Preflight, sync patches, render, start, and wait until the server is truly ready."""
@@ -275,7 +283,7 @@ def deploy(
         if dry_run:
             show_plan(c, selector, inventory, restart)
             return
-        how = DeployOptions(restart=restart, force_unlock=force_unlock)
+        how = DeployOptions(restart=restart, force=force, force_unlock=force_unlock)
         _run_fleet(
             c,
             get_inventory(c, inventory),
@@ -296,6 +304,7 @@ def deploy(
         "json": JSON_HELP,
         "plain": PLAIN_HELP,
         "force-unlock": UNLOCK_HELP,
+        "force": FORCE_HELP,
     }
 )
 def restart(
@@ -308,12 +317,15 @@ def restart(
     json: bool = False,
     plain: bool = False,
     force_unlock: bool = False,
+    force: bool = False,
 ) -> None:
     """Stop the running server and deploy it again (preflight, patches, start, wait)."""
     with reporting():
         knobs = _knobs(timeout, poll)
         selector = require_host("restart", host)
-        how = DeployOptions(restart=True, force_unlock=force_unlock, action=Action.RESTART)
+        how = DeployOptions(
+            restart=True, force=force, force_unlock=force_unlock, action=Action.RESTART
+        )
         _run_fleet(
             c,
             get_inventory(c, inventory),
@@ -363,9 +375,20 @@ def render(
             print(plan.script.text, end="")
 
 
-@task(help={"host": HOSTS_HELP, "inventory": INVENTORY_HELP, "restart": "stop ours first"})
+@task(
+    help={
+        "host": HOSTS_HELP,
+        "inventory": INVENTORY_HELP,
+        "restart": "stop ours first",
+        "force": FORCE_HELP,
+    }
+)
 def start(
-    c: Context, host: str | None = None, inventory: str | None = None, restart: bool = False
+    c: Context,
+    host: str | None = None,
+    inventory: str | None = None,
+    restart: bool = False,
+    force: bool = False,
 ) -> None:
     """Start detached and return at once: no preflight, no wait (a runbook step)."""
     with reporting():
@@ -373,7 +396,7 @@ def start(
         for spec in inv.select(require_host("start", host)):
             plan = plan_deploy(spec, inv.deployment_for(spec), placement=inv.placement(spec))
             with connected(c, inv, spec.name) as node:
-                run = start_recorded(node, plan, restart=restart)
+                run = start_recorded(node, plan, restart=restart, force=force)
             say(f"{spec.name}: started run {run.run_id}, pid {run.pid}; log {run.log_path}")
 
 

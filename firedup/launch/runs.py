@@ -19,7 +19,7 @@ from typing import Any
 from firedup.config.inventory import Deployment, HostSpec
 from firedup.config.secrets import SECRETS_FILE, secrets_env_text
 from firedup.engine import Engine
-from firedup.errors import RemoteCommandError, StartError, TransientConnectError
+from firedup.errors import RemoteCommandError, SlotTakenError, StartError, TransientConnectError
 from firedup.launch.render import LaunchScript
 from firedup.node.base import Node, operator, parse_fields, run_script
 from firedup.node.probe import probe_run
@@ -99,6 +99,19 @@ def is_alive(node: Node, run: RunMeta) -> bool:
     return probe_run(node, run.rundir, run.port, 0, max_bytes=0).alive
 
 
+def refuse_another_hosts_run(host: HostSpec, live: RunMeta | None, *, force: bool) -> None:
+    """Replacing a live run is this host's to do, or anyone's with `force`: another host entry
+    sharing the node and workdir (one slot) may own the run `current` names."""
+    if live is None or force or live.host == host.name:
+        return
+    raise SlotTakenError(
+        f"{host.name}: the run on this node and workdir ({host.workdir}) is {live.host}'s: "
+        f"run {live.run_id} of deployment {live.deployment}, not {host.deployment}; refusing "
+        "to replace another host's deployment",
+        hint=f"`fab stop --host {live.host}` stops it first; or add --force",
+    )
+
+
 def start_run(
     node: Node,
     host: HostSpec,
@@ -107,6 +120,7 @@ def start_run(
     run_id: str,
     *,
     restart: bool = False,
+    force: bool = False,
     secrets: Mapping[str, str] | None = None,
     engine_version: str | None = None,
     on_progress: Callable[[str], None] = lambda _msg: None,
@@ -115,6 +129,8 @@ def start_run(
     start it detached."""
     previous = current_run(node, host)
     running = previous is not None and is_alive(node, previous)
+    if running and restart:
+        refuse_another_hosts_run(host, previous, force=force)
     if running and not restart:
         assert previous is not None
         whose = (

@@ -105,7 +105,14 @@ def deploy_ranks(
         for rank in ranks:
             on_launching(rank.plan.host.name)
         runs = [
-            start_plan(r.node, r.plan, restart=how.restart, engine_version=v, on_progress=say(r))
+            start_plan(
+                r.node,
+                r.plan,
+                restart=how.restart,
+                force=how.force,
+                engine_version=v,
+                on_progress=say(r),
+            )
             for r, v in zip(ranks, versions, strict=True)
         ]
         for run in runs:

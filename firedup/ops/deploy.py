@@ -22,7 +22,14 @@ from firedup.errors import (
     StartError,
 )
 from firedup.launch.render import LaunchScript, check_bash_syntax, launch_env, render_launch
-from firedup.launch.runs import RunMeta, current_run, is_alive, new_run_id, start_run
+from firedup.launch.runs import (
+    RunMeta,
+    current_run,
+    is_alive,
+    new_run_id,
+    refuse_another_hosts_run,
+    start_run,
+)
 from firedup.logscan import ScanState
 from firedup.node.base import Node
 from firedup.node.lock import lock_status, node_lock
@@ -105,6 +112,7 @@ def start_plan(
     plan: DeployPlan,
     *,
     restart: bool = False,
+    force: bool = False,
     engine_version: str | None = None,
     on_progress: Progress = _quiet,
 ) -> RunMeta:
@@ -116,6 +124,7 @@ def start_plan(
         plan.script,
         plan.run_id,
         restart=restart,
+        force=force,
         secrets=resolve_secrets(plan.deployment),
         engine_version=engine_version,
         on_progress=on_progress,
@@ -127,6 +136,7 @@ def start_recorded(
     plan: DeployPlan,
     *,
     restart: bool = False,
+    force: bool = False,
     force_unlock: bool = False,
     on_progress: Progress = _quiet,
 ) -> RunMeta:
@@ -134,7 +144,7 @@ def start_recorded(
     with node_lock(
         node, plan.host, "start", force=force_unlock, detail=plan.run_id, on_progress=on_progress
     ):
-        run = start_plan(node, plan, restart=restart, on_progress=on_progress)
+        run = start_plan(node, plan, restart=restart, force=force, on_progress=on_progress)
         record(node, plan, run, Action.START, (Outcome.STARTED, ""), on_progress=on_progress)
         return run
 
@@ -186,6 +196,7 @@ def record(
 @dataclass(frozen=True)
 class DeployOptions:
     restart: bool = False
+    force: bool = False  # replace a live run that another host entry of the slot started
     force_unlock: bool = False
     action: Action = Action.DEPLOY
 
@@ -221,7 +232,10 @@ def prepare(
 ) -> PreflightReport:
     """preflight -> sync patches, under the caller's lock; raises when the launch would fail."""
     current = current_run(node, plan.host)
-    if current is not None and not how.restart and is_alive(node, current):
+    alive = current is not None and is_alive(node, current)
+    if alive and how.restart:
+        refuse_another_hosts_run(plan.host, current, force=how.force)
+    if current is not None and not how.restart and alive:
         # Said before preflight, whose port check would call it a preflight failure (6):
         # a server of ours already running is a refused start (7), as docs/exit-codes.md says.
         raise StartError(

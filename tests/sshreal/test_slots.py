@@ -61,3 +61,22 @@ def test_status_and_stop_name_the_other_hosts_run(merged_inventory: Path) -> Non
     forced = fab("stop", "--host", "b", "--force", "--inventory", inv)
     assert forced.returncode == 0, forced.stderr
     assert "stopped" in forced.stdout
+
+
+def test_restart_refuses_to_replace_another_hosts_live_run(merged_inventory: Path) -> None:
+    inv = str(merged_inventory)
+    deploy = fab("deploy", "--host", "a", "--inventory", inv)
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+
+    for argv in (("deploy", "--restart"), ("restart",), ("start", "--restart")):
+        refused = fab(*argv, "--host", "b", "--inventory", inv)
+        assert refused.returncode == 7, (argv, refused.stdout + refused.stderr)
+        assert "a's: run" in refused.stderr and "--force" in refused.stderr, refused.stderr
+        still = fab("status", "--host", "a", "--inventory", inv)
+        assert "ready" in still.stdout, (argv, still.stdout)
+
+    forced = fab("deploy", "--restart", "--force", "--host", "b", "--inventory", inv)
+    assert forced.returncode == 0, forced.stdout + forced.stderr
+    status = fab("status", "--host", "a", "--inventory", inv)
+    assert "runs b's deployment b" in status.stdout, status.stdout
+    stop_runs(merged_inventory, "b")
