@@ -27,13 +27,18 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 60}m{seconds % 60:02d}s" if seconds >= 60 else f"{seconds}s"
 
 
+def _bar_text(status: WaitStatus) -> str:
+    """` label done/total` for the engine's current bar, or nothing."""
+    progress = status.scan.progress
+    if progress is None:
+        return ""
+    label = f" {progress.label}" if progress.label else ""
+    return f"{label} {progress.done}/{progress.total}"
+
+
 def progress_text(status: WaitStatus) -> str:
     """One line: phase, bar, time in phase, time since the log last grew, each signal."""
-    scan = status.scan
-    bar = ""
-    if scan.progress is not None:
-        label = f" {scan.progress.label}" if scan.progress.label else ""
-        bar = f"{label} {scan.progress.done}/{scan.progress.total}"
+    bar = _bar_text(status)
     return (
         f"{status.phase.value}{bar} ({_duration(status.in_phase_s)} in phase, "
         f"{_duration(status.elapsed_s)} total, log quiet {_duration(status.silent_s)}) "
@@ -44,11 +49,7 @@ def progress_text(status: WaitStatus) -> str:
 def change_text(status: WaitStatus) -> str:
     """One line for a change (off a terminal): at a change the time in the new phase and the
     log's quiet time are always 0s, so only the total is said."""
-    scan = status.scan
-    bar = ""
-    if scan.progress is not None:
-        label = f" {scan.progress.label}" if scan.progress.label else ""
-        bar = f"{label} {scan.progress.done}/{scan.progress.total}"
+    bar = _bar_text(status)
     return (
         f"{status.phase.value}{bar} (at {_duration(status.elapsed_s)}) "
         f"{signals_text(status.signals)}"
