@@ -170,7 +170,7 @@ class Session:
         self.offset = offset
         self.urgent = False
         self.looker = looker
-        self.sent_key: object = None
+        self.sent_key: tuple[object, ...] = ()
         self.sent_at = 0.0
         self.sent_offset = -1
         out = sys.stdout.buffer
@@ -189,7 +189,10 @@ class Session:
         key = (state.verdict, state.phase, state.reason, state.progress, state.engine)
         changed = key != self.sent_key or self.urgent
         grew = self.offset != self.sent_offset and now - self.sent_at >= PROGRESS_EVERY_S
-        looks = self.looker is not None and (final or changed or self.looker.due(state.phase, now))
+        # A look when the verdict, phase or cause moved and on the cadence: not on each move
+        # of a progress bar, which would fork probe.sh many times a second while loading.
+        moved = self.urgent or key[:3] != self.sent_key[:3]
+        looks = self.looker is not None and (final or moved or self.looker.due(state.phase, now))
         if not (final or changed or grew or looks or now - self.sent_at >= HEARTBEAT_S):
             return
         self.send(state, now, looks, final)

@@ -1,9 +1,11 @@
 """The wait loop (firedup.readiness.wait) driven by a scripted node and a fake clock.
 
-Recorded SGLang logs play out line by line in script time; the loop must call ready within a
-tick of the last signal, report a crash within the grace of its fatal line, give up at the
-deadline naming the phase, and after a dropped connection resume the log at the byte it had
-reached, never starting anything. tests/ssh covers the same over a real sshd and real servers.
+Recorded SGLang logs play out line by line in script time, read by the real node-side reader
+(run in process on the fake clock, see scripted_node); the loop must call ready within a tick
+of the last signal, report a crash within the grace of its fatal line, give up at the deadline
+naming the phase, and after a dropped connection pick the log up where it was, never starting
+anything. The same holds on a node without a usable python3 (the plain log streams and is
+classified here). tests/ssh covers the same over a real sshd and real servers.
 """
 
 from __future__ import annotations
@@ -19,14 +21,6 @@ from firedup.logscan import Phase
 from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import FAIL_GRACE_S, WaitStatus
 from tests.unit.scripted_node import PID, FakeClock, ScriptedNode, Step, log_steps
-
-# Issue 17 moved the log reading onto the node (a shipped reader streams states and does the
-# looks itself); this scripted node still speaks the protocol before it (tail -F + probe.sh).
-# Until it speaks the new one, the module is skipped rather than asserting on a wait that no
-# longer exists. tests/ssh covers the wait over real sshd meanwhile.
-pytestmark = pytest.mark.skip(
-    reason="scripted node speaks the tail+probe protocol replaced by the node-side reader"
-)
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs" / "sglang"
 READY_LOG = (LOGS / "kimi_v5_ready_slow_draft_capture.log").read_bytes()
@@ -73,9 +67,11 @@ def test_ready_within_a_tick_of_the_last_signal_with_few_looks() -> None:
     status = waited(node, clock)
     assert status.ready and status.phase is Phase.READY
     assert ready_at <= node.elapsed() <= ready_at + TICK_S
-    assert node.stream_offsets == [0]  # one stream for the whole wait
-    # Looks on phase changes and ticks, not on every chunk: far fewer than the 162 lines.
+    assert node.streams == [("reader", 0)]  # one stream for the whole wait
+    # Looks on phase changes and ticks, not on every chunk: far fewer than the 162 lines;
+    # the node takes them itself, a round trip is only the fallback.
     assert len(node.probes) < 40, node.probes
+    assert len(node.argvs) <= 1, node.argvs
 
 
 def test_a_crash_is_reported_within_the_grace_of_its_fatal_line() -> None:
@@ -116,18 +112,20 @@ def test_a_silent_hang_ends_at_the_deadline_naming_the_phase() -> None:
     assert node.alive  # the wait never touches the server
 
 
-def test_a_dropped_connection_resumes_the_log_at_the_same_offset() -> None:
+def test_a_dropped_connection_picks_the_log_up_where_it_was_never_relaunching() -> None:
     clock = FakeClock()
     steps, ready_at = ready_script()
     node = ScriptedNode(clock, [*steps, Step(at=10.0, drop=True)])
     said: list[str] = []
     status = waited(node, clock, hooks=WaitHooks(on_reconnect=said.append))
     assert status.ready
-    assert node.stream_offsets[0] == 0 and len(node.stream_offsets) == 2
-    resumed = node.stream_offsets[1]
-    assert resumed == node.drop_offsets[0] > 0  # exactly where the dropped stream stopped
-    assert said == [f"fake: connection dropped; reconnecting, resuming the log at byte {resumed}"]
-    assert status.log_offset == len(READY_LOG)  # every byte read once: no gap, no repeat
+    # The reader starts again at the top of the log, on the node (its classifier must see
+    # the whole story): the link carries states, not the bytes read again.
+    assert node.streams == [("reader", 0), ("reader", 0)]
+    reached = node.drop_offsets[0]
+    assert reached > 0
+    assert said == [f"fake: connection dropped; reconnecting, resuming the log at byte {reached}"]
+    assert status.log_offset == len(READY_LOG)
     assert all(argv[3] == "firedup-probe" for argv in node.argvs)  # nothing relaunched
     assert node.elapsed() <= ready_at + TICK_S + 1.0  # the reconnect backoff is short
 
@@ -141,6 +139,39 @@ def test_a_link_that_keeps_dropping_gives_up_at_the_deadline_never_relaunching()
     assert "gave up reconnecting at the deadline" in str(caught.value)
     assert "`fab wait --host fake` re-attaches" in str(caught.value)
     assert 30 <= node.elapsed() <= 30 + 1.0  # the backoff is cut at the deadline
-    # Every reconnect resumed exactly where the dropped stream stopped.
-    assert node.stream_offsets[1:] == node.drop_offsets[: len(node.stream_offsets) - 1]
+    assert len(node.streams) >= 5 and set(node.streams) == {("reader", 0)}
     assert all(argv[3] == "firedup-probe" for argv in node.argvs) and node.alive
+
+
+@pytest.mark.parametrize("python", ["none", "old"])
+def test_without_a_usable_python3_the_plain_log_is_read_here(python: str) -> None:
+    clock = FakeClock()
+    steps, ready_at = ready_script()
+    node = ScriptedNode(clock, steps, python=python)
+    status = waited(node, clock)
+    assert status.ready and status.phase is Phase.READY
+    assert status.log_offset == len(READY_LOG)
+    assert node.elapsed() <= ready_at + TICK_S + 1.0
+    # No python3: the reader's stream ends with no marker and the next follow tails the log;
+    # too old a python3: the boot script execs tail itself. Either way one tail from byte 0.
+    assert node.streams == [("tail", 0)]
+
+
+def test_raw_mode_resumes_the_log_at_the_same_byte_after_drops() -> None:
+    clock = FakeClock()
+    steps, ready_at = ready_script()
+    drops = [Step(at=10.0, drop=True), Step(at=20.0, drop=True)]
+    node = ScriptedNode(clock, [*steps, *drops], python="none")
+    said: list[str] = []
+    status = waited(node, clock, hooks=WaitHooks(on_reconnect=said.append))
+    assert status.ready
+    offsets = node.stream_offsets
+    assert offsets[0] == 0 and len(offsets) == 3
+    assert offsets[1:] == node.drop_offsets and 0 < offsets[1] < offsets[2]
+    assert said == [
+        f"fake: connection dropped; reconnecting, resuming the log at byte {at}"
+        for at in node.drop_offsets
+    ]
+    assert status.log_offset == len(READY_LOG)  # every byte read once: no gap, no repeat
+    assert all(argv[3] == "firedup-probe" for argv in node.argvs)  # nothing relaunched
+    assert node.elapsed() <= ready_at + TICK_S + 2.0
