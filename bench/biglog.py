@@ -6,9 +6,10 @@ open file, so lines interleave cleanly instead of being overwritten) and then ex
 python. The engine runs slowly enough (FIREDUP_SIM_SPEED=0.25, about 7 s to ready) that the
 noise is all written before the ready line.
 
-Every tool reaches the sshd through a `WireMeter` relay, which counts the bytes on the TCP
-connection (SSH framing, encryption and window updates included); firedup's payload (the
-bytes its Node calls returned) is counted by a `CountingNode` around its SshNode.
+Every tool reaches the sshd through a counting relay (tests/slowlink.SlowLink with no rate and
+no delay), which counts the bytes on the TCP connection (SSH framing, encryption and window
+updates included); firedup's payload (the bytes its Node calls returned) is counted by a
+`CountingNode` around its SshNode.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from bench.latency import Target, new_target
-from bench.rig import CountingNode, Rig, WireMeter, node_cpu_s, read_event
+from bench.rig import CountingNode, Rig, node_cpu_s, read_event
 from bench.tools import BENCH, Ansible, start_loop
 from firedup.config.inventory import HostSpec
 from firedup.launch.runs import RunMeta, stop_run
 from firedup.node.ssh import SshNode
 from firedup.ops.deploy import plan_deploy, start_plan
 from firedup.readiness.wait import WaitOptions, wait_ready
+from tests.slowlink import SlowLink
 
 NOISY_PYTHON = str(BENCH / "nodeside" / "noisy-python")
 SPEED = "0.25"
@@ -64,7 +66,7 @@ class BigLog:
         self.rig = rig
         self.ansible = ansible
         self.noise_mb = noise_mb
-        self.meter = WireMeter(rig.sshd.port)
+        self.meter = SlowLink(rig.sshd.port)
         rig.trust_port(self.meter.port)
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ and the deployment lists the Kimi-K2.5 EAGLE-3 patch. The first sync applies it 
 once, for scale); then each measured round opens a fresh connection and runs what a deploy
 runs before starting the server: `sync_patches` (the patch is already applied) and
 `plan_deploy` (render + `bash -n`). Measured: time, remote commands, bytes uploaded (file
-contents put on the node), and the bytes on the wire (a WireMeter relay).
+contents put on the node), and the bytes on the wire (a counting SlowLink relay).
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from bench.rig import CountingNode, Rig, WireMeter
+from bench.rig import CountingNode, Rig
 from firedup.config.inventory import Deployment, HostSpec
 from firedup.node.ssh import SshNode
 from firedup.ops.deploy import plan_deploy
 from firedup.patching import sync_patches
 from tests.conftest import REPO, SIM_MODELS, free_port
+from tests.slowlink import SlowLink
 
 PATCH = "kimi-k25-eagle3-hooks"
 
@@ -40,7 +41,7 @@ class SyncSample:
         return dict(self.__dict__)
 
 
-def _host(rig: Rig, meter: WireMeter) -> tuple[HostSpec, Deployment]:
+def _host(rig: Rig, meter: SlowLink) -> tuple[HostSpec, Deployment]:
     workdir = rig.fresh_dir("redeploy")
     site = workdir / "site"
     shutil.copytree(REPO / "sim" / "python", site, ignore=shutil.ignore_patterns("__pycache__"))
@@ -57,7 +58,7 @@ def _host(rig: Rig, meter: WireMeter) -> tuple[HostSpec, Deployment]:
     return spec, inv.deployment_for(spec)
 
 
-def _round(kind: str, spec: HostSpec, deployment: Deployment, meter: WireMeter) -> SyncSample:
+def _round(kind: str, spec: HostSpec, deployment: Deployment, meter: SlowLink) -> SyncSample:
     up0, down0 = meter.snapshot()
     t0 = time.monotonic()
     node = CountingNode(SshNode(spec))
@@ -75,7 +76,7 @@ def _round(kind: str, spec: HostSpec, deployment: Deployment, meter: WireMeter) 
 
 
 def run_redeploy(rig: Rig, repeats: int, log: Callable[[str], None]) -> list[SyncSample]:
-    meter = WireMeter(rig.sshd.port)
+    meter = SlowLink(rig.sshd.port)
     rig.trust_port(meter.port)
     try:
         spec, deployment = _host(rig, meter)

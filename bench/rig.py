@@ -5,18 +5,16 @@ Meters, each measured where it happens:
   and every command they run, dead ones included through cutime/cstime), read from /proc;
   the server is not counted (it leaves the tree when its launching shell exits).
 - `SshdLog`: connections accepted by our sshd ("Accepted publickey", LogLevel VERBOSE).
-- `WireMeter`: a loopback TCP relay in front of the sshd that counts the bytes each way.
+- the wire meter is tests/slowlink.SlowLink with no rate and no delay: a loopback TCP relay in
+  front of the sshd that counts the bytes each way.
 - `CountingNode`: a Node that counts what firedup asks of the node and the bytes it moves.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import socket
 import subprocess
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -88,56 +86,6 @@ class SshdLog:
         with self.path.open("rb") as fh:
             fh.seek(mark)
             return fh.read().count(b"Accepted publickey")
-
-
-class WireMeter:
-    """A TCP relay on loopback in front of `target_port`; counts bytes in each direction."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.to_node = 0
-        self.from_node = 0
-        self.lock = threading.Lock()
-        self.sockets: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def snapshot(self) -> tuple[int, int]:
-        with self.lock:
-            return self.to_node, self.from_node
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(("127.0.0.1", self.target_port))
-            self.sockets += [client, server]
-            threading.Thread(target=self._pump, args=(client, server, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(server, client, False), daemon=True).start()
-
-    def _pump(self, src: socket.socket, dst: socket.socket, to_node: bool) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-                with self.lock:
-                    if to_node:
-                        self.to_node += len(data)
-                    else:
-                        self.from_node += len(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                with contextlib.suppress(OSError):
-                    s.shutdown(socket.SHUT_RDWR)
-
-    def close(self) -> None:
-        self.listener.close()
-        for s in self.sockets:
-            s.close()
 
 
 @dataclass
