@@ -222,6 +222,21 @@ def write_inventory(tmp_path: Path) -> Callable[..., Path]:
     return write
 
 
+def mounted_tmpfs(mount: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of `size` at `mount` for a fixture to yield (skips where mounting is refused);
+    unmounted lazily at teardown, after whatever was asked for later is torn down."""
+    mount.mkdir()
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
 def session_members(sid: int) -> list[int]:
     """Live (non-zombie) processes of session `sid`, read from /proc: the test's own view."""
     members = []

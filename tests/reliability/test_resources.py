@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from firedup.errors import DeployError, LockedError, NotReadyError, PreflightError
-from tests.conftest import Sshd, stop_process
+from tests.conftest import Sshd, mounted_tmpfs, stop_process
 from tests.reliability import tally
 from tests.reliability.faultnode import FaultNode
 from tests.reliability.helpers import (
@@ -33,17 +33,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
 
     Ask for it before `make_host`: fixtures are torn down in reverse, so the host's runs are
     stopped while their run directories can still be read, and only then is it unmounted."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1100m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    yield from mounted_tmpfs(tmp_path / "disk", "1100m")
 
 
 def fill(mount: Path) -> None:

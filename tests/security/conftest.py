@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Sshd, stop_process
+from tests.conftest import Sshd, mounted_tmpfs, stop_process
 from tests.reliability.helpers import Host, start_private_sshd
 
 OTHER = "fdother"
@@ -97,14 +97,4 @@ def make_host(ssshd: Sshd, open_root: Path, tmp_path: Path) -> Iterator[Callable
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 32 MiB tmpfs for a workdir (ask for it before `make_host`: teardown is in reverse,
     so servers are stopped while their run directories can still be read)."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+    yield from mounted_tmpfs(tmp_path / "disk", "32m")
