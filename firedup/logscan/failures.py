@@ -134,4 +134,4 @@ class FailureRules:
 
     def _close_span(self, now: datetime | None) -> None:
         last = self._spans[-1]
-        self._spans[-1] = PhaseSpan(last.phase, last.start, now)
+        self._spans[-1] = PhaseSpan(last.phase, last.start, now, last.progress)

@@ -108,6 +108,9 @@ class PhaseSpan:
     phase: Phase
     start: datetime | None
     end: datetime | None
+    # The last bar reading seen in this phase: its end is news even when the next phase
+    # arrives in the same chunk and the state's own `progress` has moved on.
+    progress: Progress | None = None
 
     @property
     def duration_s(self) -> float | None:
@@ -121,6 +124,7 @@ class PhaseSpan:
             "start": _iso(self.start),
             "end": _iso(self.end),
             "duration_s": self.duration_s,
+            "progress": self.progress.to_json() if self.progress else None,
         }
 
 

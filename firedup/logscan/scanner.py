@@ -159,6 +159,8 @@ class LogScanner(FailureRules):
             self._advance(floor, text, now, out)
         if progress != self._progress:
             self._progress = progress
+            last = self._spans[-1]
+            self._spans[-1] = PhaseSpan(last.phase, last.start, last.end, progress)
             out.append(Event(EventKind.PROGRESS, self._phase, text, progress, now))
 
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:

@@ -28,7 +28,7 @@ from firedup.errors import (
     WaitInterrupted,
 )
 from firedup.launch.runs import RunMeta
-from firedup.logscan import Phase, Progress, ScanState
+from firedup.logscan import Phase, PhaseSpan, Progress, ScanState
 from firedup.readiness.timeline import PhaseClock, Timeline
 from firedup.readiness.watch import Signals, WaitStatus
 
@@ -165,8 +165,11 @@ class HostTracker:
         if scan.bytes_seen != self.bytes_seen:
             self.bytes_seen, self.log_grew_at = scan.bytes_seen, now
         events = self._catch_up(scan)
-        # Every phase the log walked through, in order: one chunk can hold several.
-        events += [e for span in scan.phases for e in self._phase(span.phase)]
+        # Every phase the log walked through, in order: one chunk can hold several, and the
+        # end of a bar in one of them with the next phase's start.
+        for span in scan.phases[:-1]:
+            events += self._phase(span.phase) + self._last_reading(span)
+        events += self._phase(scan.phases[-1].phase) if scan.phases else []
         events += self._phase(scan.phase)
         bar = scan.progress
         if bar is not None and bar != self.bar:
@@ -179,6 +182,14 @@ class HostTracker:
                     self._event(Kind.PROGRESS, phase=scan.phase.value, **progress_json(bar))
                 )
         return events
+
+    def _last_reading(self, span: PhaseSpan) -> list[WaitEvent]:
+        """The last reading of a bar in the phase being left, unless it already went out."""
+        bar = span.progress
+        if bar is None or span.phase is not self.phases.phase or bar == self.bar:
+            return []
+        self.bar, self.bar_sent_at = bar, self.clock()
+        return [self._event(Kind.PROGRESS, phase=span.phase.value, **progress_json(bar))]
 
     def _catch_up(self, scan: ScanState) -> list[WaitEvent]:
         """The first look at a run already under way (`fab wait` re-attaching): the phases it

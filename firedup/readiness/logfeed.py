@@ -40,21 +40,27 @@ def _when(value: str | None) -> datetime | None:
     return datetime.fromisoformat(value) if value else None
 
 
+def _progress(data: dict[str, Any] | None) -> Progress | None:
+    return Progress(data["label"], data["done"], data["total"]) if data else None
+
+
 def scan_from_json(data: dict[str, Any]) -> ScanState:
     """The inverse of ScanState.to_json: the node's snapshot as the operator's value."""
-    progress = data.get("progress")
     return ScanState(
         verdict=Verdict(data["verdict"]),
         phase=Phase(data["phase"]),
         reason=Reason(data["reason"]) if data.get("reason") else None,
         hint=data.get("hint"),
         excerpt=tuple(data.get("excerpt") or ()),
-        progress=Progress(progress["label"], progress["done"], progress["total"])
-        if progress
-        else None,
+        progress=_progress(data.get("progress")),
         engine=Engine(data["engine"]) if data.get("engine") else None,
         phases=tuple(
-            PhaseSpan(Phase(s["phase"]), _when(s.get("start")), _when(s.get("end")))
+            PhaseSpan(
+                Phase(s["phase"]),
+                _when(s.get("start")),
+                _when(s.get("end")),
+                _progress(s.get("progress")),
+            )
             for s in data.get("phases") or ()
         ),
         bytes_seen=int(data.get("bytes_seen") or 0),

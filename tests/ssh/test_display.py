@@ -202,7 +202,9 @@ def events_of(stdout: str) -> list[dict[str, Any]]:
 def test_deploy_json_is_an_event_stream(
     sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
 ) -> None:
-    inv = story_v5(sshd, tmp_path, write_inventory, FIREDUP_SIM_SPEED="1")
+    # Half speed: the target capture's bar lasts about a second, so a loaded node that reads
+    # its log late still sees it under way at least once (at full speed it is 0.6 s).
+    inv = story_v5(sshd, tmp_path, write_inventory, FIREDUP_SIM_SPEED="0.5")
     try:
         done = fab("deploy", "--host", "v5", "--inventory", str(inv), "--json")
         status = fab("status", "--host", "v5", "--inventory", str(inv), "--json")
@@ -229,9 +231,9 @@ def test_deploy_json_is_an_event_stream(
     phases = [e["phase"] for e in events if e["event"] == "phase"]
     assert [p for p in phases if p in order] == order
     capture = [e["done"] for e in events if e["event"] == "progress" and e["phase"] == "cuda_graph"]
-    # Readings as the stream delivered them (a chunk can hold several redraws, and the bar's
-    # end and the next phase can come in one): moving forward, never past the total.
-    assert len(set(capture)) >= 2 and capture == sorted(capture) and capture[-1] <= 23
+    # Readings as the stream delivered them (a chunk can hold several redraws): moving forward,
+    # ending at the total even when the bar's end and the next phase came in one chunk.
+    assert len(set(capture)) >= 2 and capture == sorted(capture) and capture[-1] == 23, capture
     assert events[-2]["outcome"] == "ready" and events[-2]["exit_code"] == 0
     assert events[-1]["slowest"] in order
 

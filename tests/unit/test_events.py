@@ -210,3 +210,29 @@ def test_reattaching_times_the_past_phases_by_the_logs_timestamps() -> None:
     assert seen and seen.keys() <= logged.keys() and any(seen.values())
     assert all(seen[p] == logged[p] for p in seen)
     assert tracker.elapsed_s() >= sum(d or 0 for d in seen.values())
+
+
+def test_a_bars_last_reading_goes_out_when_the_next_phase_comes_in_the_same_chunk() -> None:
+    """Found in CI: a capture that ends with the next phase's first line in one chunk (a
+    loaded node reads late) showed its bar stuck at 3/23 in the stream, then the next phase."""
+    log = READY_LOG.read_bytes()
+    begin = log.index(b"Capture cuda graph begin")
+    begin = log.index(b"\n", begin) + 1
+    first = log.index(b"\r", log.index(b"Capturing batches", begin)) + 1
+    cut = log.index(b"Capture draft cuda graph begin")
+    cut = log.index(b"\n", cut) + 1
+    clock = Clock()
+    tracker = HostTracker("gpu-node", clock=clock, wall=lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    events = tracker.started(run_meta())
+    scanner = LogScanner(engine=Engine.SGLANG)
+    for chunk in (log[:begin], log[begin:first], log[first:cut]):
+        clock.now += 0.05
+        scanner.feed(chunk)
+        events += tracker.scan(scanner.state)
+    shown = [(e.kind, e.data["phase"], e.data.get("done")) for e in events if e.data.get("phase")]
+    capture = [done for kind, phase, done in shown if kind is Kind.PROGRESS and phase == "cuda_graph"]
+    assert capture[0] < capture[-1] == 23, capture
+    end = shown.index((Kind.PROGRESS, "cuda_graph", 23))
+    assert shown[end + 1][:2] == (Kind.PHASE, "draft_loading"), shown  # the end, then the next
+    for event in events:
+        VALIDATOR.validate(event.to_json())
