@@ -230,7 +230,7 @@ def test_a_bars_last_reading_goes_out_when_the_next_phase_comes_in_the_same_chun
         scanner.feed(chunk)
         events += tracker.scan(scanner.state)
     shown = [(e.kind, e.data["phase"], e.data.get("done")) for e in events if e.data.get("phase")]
-    capture = [done for kind, phase, done in shown if kind is Kind.PROGRESS and phase == "cuda_graph"]
+    capture = [n for kind, phase, n in shown if kind is Kind.PROGRESS and phase == "cuda_graph"]
     assert capture[0] < capture[-1] == 23, capture
     end = shown.index((Kind.PROGRESS, "cuda_graph", 23))
     assert shown[end + 1][:2] == (Kind.PHASE, "draft_loading"), shown  # the end, then the next
