@@ -101,6 +101,10 @@ class CountingNode:
     def name(self) -> str:
         return str(self.inner.name)
 
+    @property
+    def generation(self) -> int:
+        return int(self.inner.generation)
+
     def run(self, argv: Sequence[str], **kw: Any) -> CommandResult:
         self.calls["run"] += 1
         result: CommandResult = self.inner.run(argv, **kw)
