@@ -9,7 +9,6 @@ never what the login shell's startup files printed before it.
 
 from __future__ import annotations
 
-import io
 import logging
 import posixpath
 import secrets
@@ -18,7 +17,6 @@ from contextlib import suppress
 
 import paramiko
 from fabric import Config
-from invoke.exceptions import CommandTimedOut
 from paramiko.sftp import (
     CMD_HANDLE,
     CMD_OPEN,
@@ -31,11 +29,13 @@ from paramiko.sftp import (
 from firedup.config.inventory import HostSpec
 from firedup.errors import (
     CommandResult,
+    CommandTimeoutError,
     ConnectError,
     ConnectionLostError,
     RemoteCommandError,
 )
 from firedup.node.base import require_ok, script_argv
+from firedup.node.channel import NO_EXIT_STATUS, ChannelTimeoutError, Exec, run_on_channel
 from firedup.node.framing import (
     NO_WRAPPER_EXIT,
     StreamUnframer,
@@ -114,32 +114,35 @@ class SshNode:
     def _run_framed(self, argv: Sequence[str], timeout_s: float) -> tuple[CommandResult, bytes]:
         """Run argv through the framing wrapper; also return what the login shell printed."""
         marker = new_marker()
-        transport = self._conn.client.get_transport() if self._conn.is_connected else None
-        if transport is not None:
-            # Opening the channel counts too: a frozen peer must not outlast the caller's bound.
-            transport.channel_timeout = min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s))
+        done = self._exec(self._line(argv, marker), timeout_s)
+        if done.exit_code == NO_EXIT_STATUS:
+            self._conn.close()
+            raise ConnectionLostError(f"{self.name}: connection lost during {argv[0]}")
+        out, err = unframe(done.stdout, marker), unframe(done.stderr, marker)
+        return self._result(argv, done.exit_code, out, err), out.prelude
+
+    def _exec(self, line: str, timeout_s: float, stdin: bytes = b"") -> Exec:
+        """One command on the connection (opened if it is not): its exit code and output."""
         try:
-            r = self._conn.run(
-                self._line(argv, marker),
-                hide=True,
-                warn=True,
-                pty=False,
-                in_stream=io.StringIO(""),  # remote stdin sees EOF at once
-                timeout=timeout_s,
-                encoding="latin-1",  # a bijection: the exact bytes come back
+            self._conn.open()
+            transport = self._conn.client.get_transport()
+            return run_on_channel(
+                transport,
+                line,
+                timeout_s=timeout_s,
+                # Opening the channel counts too: a frozen peer must not outlast the bound.
+                open_timeout_s=min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s)),
+                stdin=stdin,
             )
         except ConnectError:
             self.close()
             raise
-        except (paramiko.SSHException, OSError, EOFError, CommandTimedOut) as exc:
+        except ChannelTimeoutError as exc:
+            self._conn.close()
+            raise CommandTimeoutError(f"{self._conn.hop.where}: {exc}") from exc
+        except (paramiko.SSHException, OSError, EOFError) as exc:
             self._conn.close()
             raise self._connect_error(exc) from exc
-        if r.exited == -1:
-            self._conn.close()
-            raise ConnectionLostError(f"{self.name}: connection lost during {argv[0]}")
-        out = unframe(r.stdout.encode("latin-1"), marker)
-        err = unframe(r.stderr.encode("latin-1"), marker)
-        return self._result(argv, r.exited, out, err), out.prelude
 
     def _line(self, argv: Sequence[str], marker: str) -> str:
         return framed_command(argv, marker, posix_shell=self._posix_shell)
@@ -229,24 +232,9 @@ class SshNode:
         """Upload through `put.sh` with the bytes on stdin: needs no clean shell, only sh."""
         argv = script_argv("put", path, format(mode, "o"))
         marker = new_marker()
-        try:
-            self._conn.open()
-            channel = self._conn.client.get_transport().open_session(timeout=CHANNEL_TIMEOUT_S)
-            channel.settimeout(max(60.0, len(data) / 1e6))
-            channel.exec_command(self._line(argv, marker))
-            channel.sendall(data)
-            channel.shutdown_write()
-            out = channel.makefile("rb").read()
-            err = channel.makefile_stderr("rb").read()
-            code = channel.recv_exit_status()
-        except ConnectError:
-            self.close()
-            raise
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            self._conn.close()
-            raise self._connect_error(exc) from exc
-        result = self._result(argv, code, unframe(out, marker), unframe(err, marker))
-        require_ok(result, f"upload of {path}")
+        done = self._exec(self._line(argv, marker), max(60.0, len(data) / 1e6), stdin=data)
+        out, err = unframe(done.stdout, marker), unframe(done.stderr, marker)
+        require_ok(self._result(argv, done.exit_code, out, err), f"upload of {path}")
 
     def get(self, path: str) -> bytes:
         return self.run(["cat", "--", path], what=f"read {path}").stdout
