@@ -26,7 +26,7 @@ from bench.tools import BENCH
 from firedup.config.inventory import Inventory
 from firedup.launch.runs import current_run, stop_run
 from firedup.node.ssh import SshNode
-from tests.conftest import FAB, REPO, SIM_MODELS, free_port
+from tests.conftest import FAB, REPO, SIM_MODELS, free_ports
 
 CHEAP_PYTHON = str(BENCH / "nodeside" / "cheap-python")
 
@@ -58,6 +58,7 @@ class FleetSample:
 def fleet_inventory(rig: Rig, n: int) -> tuple[Inventory, Path]:
     where = rig.fresh_dir(f"fleet{n}")
     hosts, deployments = {}, {}
+    ports = free_ports(n)
     for i in range(n):
         entry = rig.host_entry(where / f"h{i}", f"d{i}")
         entry["python"] = CHEAP_PYTHON
@@ -65,7 +66,7 @@ def fleet_inventory(rig: Rig, n: int) -> tuple[Inventory, Path]:
         deployments[f"d{i}"] = {
             "engine": "sglang",
             "model": str(SIM_MODELS / "tiny-llama"),
-            "port": free_port(),
+            "port": ports[i],
             "ready_timeout_s": 300,
         }
     return rig.inventory(where, hosts, deployments)

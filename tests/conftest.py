@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,16 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct free ports: each socket stays bound until all are chosen (`free_port` n
+    times can hand out the same port twice, and a 64-host fleet then fights over one)."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 def wait_until(predicate: Callable[[], Any], timeout_s: float, what: str) -> Any:
