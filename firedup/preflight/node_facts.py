@@ -13,13 +13,16 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Optional, Tuple  # noqa: UP035 - this file runs on the node's python, 3.8 up
 
 ARGS = json.loads(sys.argv[1])
+Ran = Tuple[Optional[str], Optional[str]]  # noqa: UP006, UP045 - run()'s (stdout, error)
 ENGINE_TITLES = ("sglang::", "VLLM::")
 ENGINE_COMMANDS = ("sglang.launch_server", "sglang serve", "vllm serve", "vllm.entrypoints")
 
 
-def run(argv: list[str]) -> tuple[str | None, str | None]:
+def run(argv: list[str]) -> Ran:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -61,9 +64,13 @@ def model_facts(path: str) -> dict[str, object]:
     return facts
 
 
-def listeners(port: int) -> dict[str, object]:
+def ss_argv(port: int) -> list[str]:
     ss = shutil.which("ss", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin") or "ss"
-    out, err = run([ss, "-Htlnp", f"sport = :{port}"])
+    return [ss, "-Htlnp", f"sport = :{port}"]
+
+
+def listeners(ran: Ran) -> dict[str, object]:
+    out, err = ran
     if out is None:
         return {"ss": shutil.which("ss") is not None, "error": err, "listeners": []}
     found: list[dict[str, object]] = []
@@ -99,19 +106,20 @@ def engine_processes() -> list[dict[str, object]]:
     return found
 
 
-def csv_rows(argv: list[str]) -> tuple[list[list[str]] | None, str | None]:
-    out, err = run(argv)
+def csv_rows(ran: Ran) -> tuple[list[list[str]] | None, str | None]:
+    out, err = ran
     if out is None:
         return None, err
     return [[c.strip() for c in line.split(",")] for line in out.splitlines() if line.strip()], None
 
 
-def gpu_facts() -> dict[str, object]:
-    if shutil.which("nvidia-smi") is None:
-        return {"available": False, "error": "nvidia-smi not found on PATH"}
-    # uuid ties a compute app to its GPU: a restart may count the replaced run's memory free.
-    query = "--query-gpu=index,name,memory.total,memory.used,memory.free,uuid"
-    rows, err = csv_rows(["nvidia-smi", query, "--format=csv,noheader,nounits"])
+# uuid ties a compute app to its GPU: a restart may count the replaced run's memory free.
+GPU_QUERY = "--query-gpu=index,name,memory.total,memory.used,memory.free,uuid"
+APPS_QUERY = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
+
+
+def gpu_facts(gpus_ran: Ran, apps_ran: Ran) -> dict[str, object]:
+    rows, err = csv_rows(gpus_ran)
     if rows is None:
         return {"available": False, "error": err}
     gpus = [
@@ -126,8 +134,7 @@ def gpu_facts() -> dict[str, object]:
         for r in rows
         if len(r) >= 5
     ]
-    query = "--query-compute-apps=pid,process_name,used_memory,gpu_uuid"
-    rows, _ = csv_rows(["nvidia-smi", query, "--format=csv,noheader,nounits"])
+    rows, _ = csv_rows(apps_ran)
     apps = [
         {
             "pid": int(r[0]),
@@ -157,18 +164,30 @@ def disk_facts(path: str) -> dict[str, object]:
     }
 
 
-facts = {
-    "python": {"executable": sys.executable, "version": sys.version.split()[0]},
-    "engine": engine_facts(ARGS["engine"]),
-    "models": {path: model_facts(path) for path in ARGS["models"]},
-    "port": listeners(ARGS["port"]),
-    "processes": engine_processes(),
-    "gpus": gpu_facts(),
-    "disk": disk_facts(ARGS["workdir"]),
-    # The same search path as firedup's probe: the session's PATH plus the sbin directories.
-    "tools": {
-        tool: shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-        for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")
-    },
-}
+NO_SMI: Ran = (None, "nvidia-smi not found on PATH")
+with ThreadPoolExecutor(max_workers=3) as pool:
+    # The tools run while python imports the engine: nvidia-smi takes 0.1-1 s on a real node,
+    # and its two queries need not wait for each other.
+    gpus_ran: Future[Ran]
+    apps_ran: Future[Ran]
+    if shutil.which("nvidia-smi") is None:
+        gpus_ran = apps_ran = pool.submit(lambda: NO_SMI)
+    else:
+        gpus_ran = pool.submit(run, ["nvidia-smi", GPU_QUERY, "--format=csv,noheader,nounits"])
+        apps_ran = pool.submit(run, ["nvidia-smi", APPS_QUERY, "--format=csv,noheader,nounits"])
+    port_ran = pool.submit(run, ss_argv(ARGS["port"]))
+    facts = {
+        "python": {"executable": sys.executable, "version": sys.version.split()[0]},
+        "engine": engine_facts(ARGS["engine"]),
+        "models": {path: model_facts(path) for path in ARGS["models"]},
+        "port": listeners(port_ran.result()),
+        "processes": engine_processes(),
+        "gpus": gpu_facts(gpus_ran.result(), apps_ran.result()),
+        "disk": disk_facts(ARGS["workdir"]),
+        # The same search path as firedup's probe: the session's PATH plus the sbin directories.
+        "tools": {
+            tool: shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+            for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")
+        },
+    }
 print(json.dumps(facts))
