@@ -210,8 +210,11 @@ def stopped_during_wait(
     if not isinstance(exc, ServerCrashedError):
         return None
     try:
+        # The lock first, the history second: a stop writes its history line before it lets
+        # the lock go, so one of the two shows it (the other order can miss both when the stop
+        # ends in between).
+        info = lock_status(node, plan.host)
         stop = stop_of(read_history(node, plan.host, 50), run.run_id)
-        info = None if stop is not None else lock_status(node, plan.host)
     except DeployError:
         return None
     if stop is not None:

@@ -6,15 +6,22 @@ import json
 import os
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 from invoke import Context
 
 from firedup.config.inventory import HostSpec, Inventory, parse_inventory
+from firedup.engine import Engine
+from firedup.errors import CommandResult, ServerCrashedError
+from firedup.launch.runs import RunMeta
+from firedup.node.lock import node_lock
 from firedup.node.ssh import LocalNode, SshNode
+from firedup.ops.deploy import plan_deploy, stopped_during_wait
 from firedup.ops.history import (
     Action,
     HistoryRecord,
@@ -23,6 +30,7 @@ from firedup.ops.history import (
     mask_env,
     prune_runs,
     read_history,
+    run_record,
 )
 from tasks.history import history as history_task
 from tests.conftest import Sshd, ssh_host
@@ -230,3 +238,59 @@ def test_local_node_prunes_too(tmp_path: Path, inventory: Inventory) -> None:
     assert sorted(report.kept) == sorted([RUNS[0], RUNS[4], RUNS[5], RUNS[6]])
     assert not (tmp_path / "node" / "runs" / RUNS[1]).exists()
     assert os.path.islink(tmp_path / "node" / "current")
+
+
+class _StopEndsAfterFirstRead(LocalNode):
+    """A node on which another terminal's `fab stop` ends right after the first command
+    this process runs: it writes its history line, then lets the lock go."""
+
+    def __init__(self, finish: Callable[[], None]) -> None:
+        super().__init__("local")
+        self.finish: Callable[[], None] | None = finish
+
+    def run(self, argv: Sequence[str], **kw: Any) -> CommandResult:
+        result = super().run(argv, **kw)
+        finish, self.finish = self.finish, None
+        if finish is not None:
+            finish()
+        return result
+
+
+def test_a_stop_that_ends_between_the_deploys_two_reads_is_still_named(tmp_path: Path) -> None:
+    """Found in CI: the waiting deploy read the history (no stop line yet), the stop then wrote
+    its line and let the lock go, and the deploy read a free lock: "server exited without a
+    known error" (exit 8) instead of "stopped by ... (`fab stop`)" (exit 1)."""
+    inv = parse_inventory(
+        {
+            "hosts": {
+                "n": {"transport": "local", "workdir": str(tmp_path / "w"), "deployment": "d"}
+            },
+            "deployments": {"d": {"engine": "sglang", "model": "/m"}},
+        },
+        tmp_path / "hosts.yaml",
+    )
+    host = inv.host("n")
+    plan = plan_deploy(host, inv.deployments["d"])
+    run = RunMeta(
+        run_id=plan.run_id,
+        host="n",
+        deployment="d",
+        engine=Engine.SGLANG,
+        workdir=host.workdir,
+        port=8000,
+        script_sha256="0" * 64,
+        started_at=0.0,
+        started_by="alice@laptop",
+        pid=4242,
+    )
+    plain = LocalNode("local")
+    with ExitStack() as stop:
+        stop.enter_context(node_lock(plain, host, "stop"))
+
+        def finish() -> None:
+            append_history(plain, host, run_record(Action.STOP, Outcome.STOPPED, run))
+            stop.close()
+
+        node = _StopEndsAfterFirstRead(finish)
+        told = stopped_during_wait(node, plan, run, ServerCrashedError("n: server exited"))
+    assert told is not None and "(`fab stop`)" in str(told), told
