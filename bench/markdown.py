@@ -148,11 +148,14 @@ def _e2e(samples: list[dict[str, Any]]) -> str:
     return table(headers, rows)
 
 
-def _fleet_row(s: dict[str, Any], what: str, one: dict[str, Any] | None) -> list[str] | None:
+def _fleet_row(
+    s: dict[str, Any], what: str, one: dict[str, Any] | None, cores: int
+) -> list[str] | None:
     runs = s[what]
     if not runs:
         return None
     wall, n = median(r["wall_s"] for r in runs), s["hosts"]
+    node_cpu = median(r["node_cpu_s"] for r in runs)
     cpu, rss = median(r["cpu_s"] for r in runs), median(r["peak_rss_mb"] for r in runs)
     keys = ("wall_s", "cpu_s", "peak_rss_mb")
     base = [median(r[k] for r in one[what]) for k in keys] if one else None
@@ -169,15 +172,27 @@ def _fleet_row(s: dict[str, Any], what: str, one: dict[str, Any] | None) -> list
         fmt(cpu),
         fmt(rss, " MB", 0),
         marginal,
-        fmt(median(r["node_cpu_s"] for r in runs), "s", 1),
+        fmt(node_cpu, "s", 1),
+        _floor(cpu, node_cpu, wall, cores),
     ]
 
 
-def _fleet(samples: list[dict[str, Any]]) -> str:
+def _floor(
+    operator_cpu: float | None, node_cpu: float | None, wall: float | None, cores: int
+) -> str:
+    """The wall time the CPU alone needs when the operator and every node share the bench's
+    cores: no run can be faster. T(N) near it means the rig, not the operator, sets T(N)."""
+    if operator_cpu is None or node_cpu is None or wall is None:
+        return "—"
+    floor = (operator_cpu + node_cpu) / cores
+    return f"{floor:.1f}s ({wall / floor:.1f}x)" if floor else "—"
+
+
+def _fleet(samples: list[dict[str, Any]], cores: int) -> str:
     rows = []
     for what in ("deploy", "status"):
         one = next((s for s in samples if s["hosts"] == 1 and s[what]), None)
-        rows += [r for s in samples if (r := _fleet_row(s, what, one))]
+        rows += [r for s in samples if (r := _fleet_row(s, what, one, cores))]
     headers = [
         "command",
         "hosts N",
@@ -188,6 +203,7 @@ def _fleet(samples: list[dict[str, Any]]) -> str:
         "operator peak RSS",
         "operator per extra host: CPU / RSS",
         "node side CPU (same 2 cores)",
+        "CPU floor: (operator + node CPU) / cores (T(N) vs it)",
     ]
     return table(headers, rows)
 
@@ -301,7 +317,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         "biglog": lambda r: _biglog(r["biglog"]),
         "slowlink": lambda r: slowlink.render_slowlink(r["slowlink"]),
         "e2e": lambda r: _e2e(r["e2e"]),
-        "fleet": lambda r: _fleet(r["fleet"]),
+        "fleet": lambda r: _fleet(r["fleet"], int(r["machine"]["cores"])),
         "redeploy": lambda r: _redeploy(r["redeploy"]),
         "throughput": lambda r: _throughput(r["throughput"]),
     }
