@@ -17,7 +17,8 @@ from firedup.node.probe import Probe, probe_run
 from firedup.ops.decode import DecodeStats, decode_stats
 from firedup.ops.history import Action, HistoryRecord, read_history, stop_of
 from firedup.patching.record import parse_record, record_path
-from firedup.readiness.watch import Signals, health_url, signals_from
+from firedup.readiness.logfeed import read_once
+from firedup.readiness.watch import Signals, health_url, look_spec, signals_from
 
 MAX_STATUS_LOG_BYTES = 64 * 1024 * 1024
 DECODE_TAIL_LINES = 400
@@ -58,7 +59,11 @@ class HostStatus:
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
-    """Probe the run and classify its whole log (read in chunks, each byte once)."""
+    """Probe the run and classify its whole log: on the node when it can run the reader (one
+    round trip, no log on the link), else here (read in chunks, each byte once)."""
+    on_node = read_once(node, run, look_spec(run, tick_s=1.0))
+    if on_node is not None and on_node[1] is not None:
+        return on_node[1], on_node[0]
     scanner = LogScanner(engine=run.engine)
     offset = 0
     first: Probe | None = None

@@ -11,11 +11,13 @@ Either way `updates()` follows until the server's main pid is gone and its log i
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
 from firedup.engine import Engine
+from firedup.errors import CommandTimeoutError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import (
     EventKind,
@@ -168,3 +170,31 @@ class LogFeed:
         if not self.node_side:
             self.scanner.finish()
             self.scan = self.scanner.state
+
+
+def read_once(
+    node: Node, run: RunMeta, look: dict[str, Any], timeout_s: float = 60.0
+) -> tuple[ScanState, Probe | None] | None:
+    """The whole log classified on the node as it is now, and the node's look at its end, in
+    one round trip that carries states, not log (`fab status`). None when the node cannot run
+    the reader: the caller reads the log itself."""
+    nonce = new_nonce()
+    parser = FrameParser(nonce)
+    options = {
+        "log": run.log_path,
+        "offset": 0,
+        "pid": run.pid,
+        "engine": run.engine.value,
+        "look": look,
+        "once": True,
+    }
+    last: dict[str, Any] | None = None
+    deadline = time.monotonic() + timeout_s
+    for chunk in node.stream(reader_argv(options, nonce, ["true"]), timeout_s=timeout_s):
+        states, _raw = parser.feed(chunk)
+        last = states[-1] if states else last
+        if time.monotonic() > deadline:
+            raise CommandTimeoutError(f"{node.name}: reading the log took over {timeout_s:g} s")
+    if parser.mode != "node" or last is None:
+        return None
+    return scan_from_json(last["scan"]), _probe(last.get("probe"))

@@ -227,10 +227,14 @@ class Session:
 
 
 def follow(options: dict[str, Any], nonce: str) -> None:
-    """Until the server's pid is gone and the log is read to its end."""
+    """Until the server's pid is gone and the log is read to its end (with `once`, until the
+    end of the log as it is now)."""
     pid = options.get("pid")
+    once = bool(options.get("once"))  # `fab status`: read to the end now, then stop
     looker = Looker(options["look"]) if options.get("look") else None
-    session = Session(str(options.get("engine") or ""), int(options["offset"]), nonce, looker)
+    # `once` looks only at the end: no looks on the way through the log.
+    engine, offset = str(options.get("engine") or ""), int(options["offset"])
+    session = Session(engine, offset, nonce, None if once else looker)
     reader = Reader(str(options["log"]), int(options["offset"]))
     peeker = Peeker(str(options["log"]), str(options.get("engine") or ""))
     while True:
@@ -241,9 +245,11 @@ def follow(options: dict[str, Any], nonce: str) -> None:
         data = reader.read()
         if data:
             session.feed(data)
-        elif not running:
-            session.scanner.finish()
-            session.maybe_send(time.monotonic(), final=True)
+        elif not running or once:  # `once`: the log's end as it is now, server up or not
+            if not running:
+                session.scanner.finish()
+            session.looker = looker
+            session.send(session.scanner.state, time.monotonic(), looker is not None, not running)
             return
         session.maybe_send(time.monotonic())
         if not data:
@@ -253,7 +259,8 @@ def follow(options: dict[str, Any], nonce: str) -> None:
 def main(argv: list[str]) -> int:
     """argv: NONCE OPTIONS, the options a JSON object: log, offset, pid (or null), engine
     (or ""), look (or null: probe.sh's text, its RUNDIR PORT args, health_url, tick_s,
-    loading_s)."""
+    loading_s), once (optional: stop at the log's end even while the server runs, after one
+    state with a look)."""
     nonce, options = argv
     # BrokenPipeError: the operator closed the channel, nothing is left to tell.
     with contextlib.suppress(BrokenPipeError):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from firedup.errors import (
     ForeignListenerError,
@@ -93,6 +94,17 @@ def health_url(run: RunMeta) -> str:
     host = run.bind if run.bind not in {"0.0.0.0", "::", ""} else "127.0.0.1"
     host = f"[{host}]" if ":" in host else host
     return f"http://{host}:{run.port}/health"
+
+
+def look_spec(run: RunMeta, tick_s: float, loading_s: float | None = None) -> dict[str, Any]:
+    """What the node reader needs to take the wait's look itself (nodeside.Looker)."""
+    return {
+        "script": script_text("probe"),
+        "args": [run.rundir, str(run.port)],
+        "health_url": health_url(run),
+        "tick_s": tick_s,
+        "loading_s": loading_s or tick_s,
+    }
 
 
 def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) -> Exception:
@@ -183,17 +195,7 @@ class RunWatcher:
         """Follow the log until the server's pid is gone (see LogFeed.updates); the node
         looks every `tick_s` once the port may be open, every `loading_s` before (never
         without `looks`: a watcher that only wants a death)."""
-        look = (
-            None
-            if not looks
-            else {
-                "script": script_text("probe"),
-                "args": [self.run.rundir, str(self.run.port)],
-                "health_url": health_url(self.run),
-                "tick_s": tick_s,
-                "loading_s": loading_s or tick_s,
-            }
-        )
+        look = look_spec(self.run, tick_s, loading_s) if looks else None
         self.following = True
         try:
             yield from self.log.updates(self.node, tick_s, look)

@@ -18,6 +18,7 @@ from firedup.errors import ServerCrashedError
 from firedup.launch.runs import stop_run
 from firedup.node.ssh import SshNode
 from firedup.ops.deploy import plan_deploy, start_plan
+from firedup.ops.status import RunState, host_status
 from firedup.readiness.wait import WaitOptions, wait_ready
 from tests.conftest import (
     Sshd,
@@ -72,9 +73,15 @@ def test_a_node_without_python3_streams_the_log(bare_sshd: Sshd, tmp_path: Path,
         else:
             with pytest.raises(ServerCrashedError, match="phase loading_weights: oom"):
                 wait_ready(node, run, WaitOptions(timeout_s=30))
+        status = host_status(node, spec)  # the log read here too, as before
     finally:
         stop_run(node, run, grace_s=2)
         node.close()
+    if case == "ready":
+        assert status.state is RunState.READY and status.signals and status.signals.health == 200
+    else:
+        assert status.state is RunState.FAILED and status.scan and status.scan.reason
+        assert status.scan.reason.value == "oom"
 
 
 def test_follow_prints_the_servers_log(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import glob
 import json
+import os
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
@@ -150,3 +151,24 @@ def test_a_verdict_behind_a_burst_of_noise_is_sent_before_the_backlog(
 def test_relative_imports_are_followed_into_the_bundle() -> None:
     found = _imports("from .model import A\nfrom . import rules\nfrom ..engine import E", "a.b")
     assert {"a.b.model", "a.b.rules", "a.engine"} <= found
+
+
+def test_once_reads_to_the_logs_end_with_the_server_alive_and_stops(tmp_path: Path) -> None:
+    """`fab status`'s read: the whole log as it is now, while the server runs (its pid alive:
+    this test's own), then one state with a look and the reader exits; not "exited"."""
+    ready = LOGS / "sim" / "sglang-kimi-eagle3-ready.log"
+    log = tmp_path / "server.log"
+    log.write_bytes(ready.read_bytes())
+    look = {"script": "echo alive=1", "args": [], "health_url": "", "tick_s": 1.0}
+    options = {"log": str(log), "offset": 0, "pid": os.getpid(), "engine": "", "look": look}
+    argv = reader_argv({**options, "once": True}, "n0nce", ["true"])
+    proc = subprocess.run(["python3", *argv[1:]], capture_output=True, timeout=30, check=False)
+    assert proc.returncode == 0, proc.stderr.decode()[-2000:]
+    parser = FrameParser("n0nce")
+    states, _ = parser.feed(proc.stdout)
+    assert parser.mode == "node" and states
+    last = states[-1]
+    assert last["offset"] == log.stat().st_size and not last.get("exited")
+    assert scan_from_json(last["scan"]).verdict.value == "ready"
+    assert last["probe"].startswith("alive=1")
+    assert not any("probe" in s for s in states[:-1])  # one look, at the end
