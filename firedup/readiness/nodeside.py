@@ -46,7 +46,8 @@ PEEK_EVERY_S = 0.2
 
 
 def alive(pid: int | None) -> bool:
-    """The server's main process exists (no pid: read what is there, then stop)."""
+    """The server's main process exists and has not exited (no pid: read what is there, then
+    stop). An exited process nobody has reaped yet (a zombie) is dead, as probe.sh says."""
     if pid is None:
         return False
     try:
@@ -54,8 +55,13 @@ def alive(pid: int | None) -> bool:
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True
-    return True
+        pass
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True  # no /proc to ask: kill -0 said it exists
+    return state not in ("Z", "X")
 
 
 class Reader:

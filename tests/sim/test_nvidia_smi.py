@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from tests.sim.simhelp import REPO
@@ -63,3 +64,26 @@ def test_unknown_field_is_rejected(tmp_path: Path) -> None:
     result = _smi(_env(tmp_path), "--query-gpu=index,bogus", "--format=csv")
     assert result.returncode == 2
     assert 'Field "bogus" is not a valid field to query.' in result.stdout
+
+
+def test_a_killed_rank_not_yet_reaped_holds_no_memory(tmp_path: Path) -> None:
+    """Found when faster deploys made the story's third launch OOM: the second launch's ranks,
+    SIGKILLed by their dying parent, were zombies nobody had reaped yet, and their memory still
+    counted. A driver frees a process's memory as it exits, zombie or not."""
+    env = _env(tmp_path)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD], env=env, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        os.kill(holder.pid, 9)  # not waited for: a zombie until the finally below
+        stat = Path(f"/proc/{holder.pid}/stat")
+        deadline = time.monotonic() + 5
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            assert time.monotonic() < deadline, "the holder never became a zombie"
+            time.sleep(0.01)
+        apps = _smi(
+            env, "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"
+        ).stdout
+        assert apps == ""
+    finally:
+        holder.kill()
+        holder.wait()

@@ -25,19 +25,21 @@ pytestmark = pytest.mark.ssh
 
 
 def holders(workdir: Path) -> list[int]:
-    """Live lock-holder processes for `workdir`, read from /proc (the test's own view)."""
-    found = []
+    """Live lock-holder processes for `workdir`, read from /proc (the test's own view). A
+    holder's own fork (its heartbeat `sleep ... &` before the exec) shows the holder's argv
+    for an instant: a child of a holder is not a second holder."""
+    found: dict[int, int] = {}  # pid -> ppid
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
             args = cmdline.read_bytes().split(b"\0")
-            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+            stat = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
         marker = b"firedup-lock_hold"
         ours = marker in args and args[args.index(marker) + 1] == str(workdir).encode()
-        if ours and state != "Z":
-            found.append(int(cmdline.parent.name))
-    return found
+        if ours and stat[0] != "Z":
+            found[int(cmdline.parent.name)] = int(stat[1])
+    return sorted(pid for pid, ppid in found.items() if ppid not in found)
 
 
 @pytest.fixture(params=["ssh", "local"])

@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -172,3 +173,22 @@ def test_once_reads_to_the_logs_end_with_the_server_alive_and_stops(tmp_path: Pa
     assert scan_from_json(last["scan"]).verdict.value == "ready"
     assert last["probe"].startswith("alive=1")
     assert not any("probe" in s for s in states[:-1])  # one look, at the end
+
+
+def test_a_server_that_exited_unreaped_is_dead_to_the_reader(tmp_path: Path) -> None:
+    """A zombie main pid (exited, its parent not yet reaping: a container without an init)
+    ends the follow like a vanished one; probe.sh already counted zombies as gone."""
+    log = tmp_path / "server.log"
+    log.write_bytes((LOGS / "sim" / "sglang-fault-oom_capture.log").read_bytes())
+    server = subprocess.Popen(["true"])  # not waited for until the end: a zombie meanwhile
+    try:
+        stat = Path(f"/proc/{server.pid}/stat")
+        while stat.read_text().rsplit(")", 1)[1].split()[0] != "Z":
+            time.sleep(0.01)
+        options = {"log": str(log), "offset": 0, "pid": server.pid, "engine": "", "look": None}
+        argv = reader_argv(options, "n0nce", ["true"])
+        proc = subprocess.run(["python3", *argv[1:]], capture_output=True, timeout=10)
+    finally:
+        server.wait()
+    states, _ = FrameParser("n0nce").feed(proc.stdout)
+    assert states and states[-1].get("exited") and states[-1]["scan"]["reason"] == "oom"

@@ -1,8 +1,8 @@
 """GPU memory of the simulated node, kept as one small JSON file per (gpu, process).
 
 A rank process writes how much memory it holds on its GPU; the file is removed at exit, and a
-file whose pid is gone (or reused: the start time differs) is ignored, so a SIGKILLed rank
-frees its memory exactly as the driver would.
+file whose pid is gone, a zombie, or reused (the start time differs) is ignored, so a
+SIGKILLed rank frees its memory exactly as the driver would, reaped or not.
 """
 
 from __future__ import annotations
@@ -35,12 +35,15 @@ def state_dir() -> Path:
 
 
 def _start_time(pid: int) -> str | None:
+    """The live process's start time; None when it is gone or has exited and waits to be
+    reaped (a zombie): the driver frees a process's memory as it exits, zombie or not."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
     except OSError:
         return None
-    return stat[stat.rindex(")") + 2 :].split()[19]
+    fields = stat[stat.rindex(")") + 2 :].split()
+    return None if fields[0] in ("Z", "X") else fields[19]
 
 
 def _state_files() -> list[Path]:
