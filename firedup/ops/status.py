@@ -21,6 +21,7 @@ from firedup.readiness.logfeed import read_once
 from firedup.readiness.watch import Signals, health_url, look_spec, signals_from
 
 MAX_STATUS_LOG_BYTES = 64 * 1024 * 1024
+FIRST_LOG_BYTES = 64 * 1024  # past this, the log is classified on the node
 DECODE_TAIL_LINES = 400
 
 
@@ -59,22 +60,24 @@ class HostStatus:
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
-    """Probe the run and classify its whole log: on the node when it can run the reader (one
-    round trip, no log on the link), else here (read in chunks, each byte once)."""
-    on_node = read_once(node, run, look_spec(run, tick_s=1.0))
-    if on_node is not None and on_node[1] is not None:
-        return on_node[1], on_node[0]
-    scanner = LogScanner(engine=run.engine)
-    offset = 0
-    first: Probe | None = None
+    """Probe the run and classify its whole log. A log that fits the first look's piece (a
+    startup log usually does) is classified here from that one round trip; a longer one (days
+    of decode lines, NCCL noise) on the node, by the wait's reader, so it never crosses the
+    link; a node that cannot run the reader has it read here in pieces, each byte once."""
     url = health_url(run)
+    first = probe_run(node, run.rundir, run.port, 0, max_bytes=FIRST_LOG_BYTES, health_url=url)
+    if len(first.log_chunk) < (first.log_size or 0):
+        on_node = read_once(node, run, look_spec(run, tick_s=1.0))
+        if on_node is not None and on_node[1] is not None:
+            return on_node[1], on_node[0]
+    scanner = LogScanner(engine=run.engine)
+    probe, offset = first, 0
     while True:
-        probe = probe_run(node, run.rundir, run.port, offset, health_url="" if first else url)
-        first = first or probe
         scanner.feed(probe.log_chunk)
         offset += len(probe.log_chunk)
         if not probe.log_chunk or offset >= (probe.log_size or 0) or offset > MAX_STATUS_LOG_BYTES:
             break
+        probe = probe_run(node, run.rundir, run.port, offset)
     if not first.alive:
         scanner.finish()
     return first, scanner.state
