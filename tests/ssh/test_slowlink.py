@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from firedup.config.inventory import parse_inventory
 from firedup.errors import ServerCrashedError
-from firedup.launch.runs import stop_run
+from firedup.launch.runs import RunMeta, stop_run
 from firedup.node.ssh import SshNode
 from firedup.ops.deploy import plan_deploy, start_plan
 from firedup.ops.status import RunState, host_status
@@ -70,13 +71,31 @@ def _node(sshd: Sshd, link: SlowLink, tmp_path: Path, **env: str) -> tuple[SshNo
     return SshNode(spec), plan_deploy(spec, inv.deployment_for(spec))
 
 
+@contextmanager
+def _running(
+    sshd: Sshd, link: SlowLink, tmp_path: Path, **env: str
+) -> Iterator[tuple[SshNode, RunMeta]]:
+    """A started run of the noisy simulator behind the link; stopped on the way out."""
+    node, plan = _node(sshd, link, tmp_path, **env)
+    run = start_plan(node, plan)  # type: ignore[arg-type]
+    try:
+        yield node, run
+    finally:
+        stop_run(node, run, grace_s=2)
+        node.close()
+
+
+def _mostly_on_the_node(crossed: int, run: RunMeta) -> None:
+    log_bytes = Path(run.log_path).stat().st_size
+    assert log_bytes > 2_500_000
+    assert crossed < 0.05 * log_bytes, f"{crossed} bytes crossed for a {log_bytes} log"
+
+
 @pytest.mark.parametrize("case", ["ready", "crash"])
 def test_a_noisy_wait_over_150_kbps(sshd: Sshd, link: SlowLink, tmp_path: Path, case: str) -> None:
     env = {"FIREDUP_SIM_FAULT": "oom_load"} if case == "crash" else {}
-    node, plan = _node(sshd, link, tmp_path, **env)
-    run = start_plan(node, plan)  # type: ignore[arg-type]
-    _, down0 = link.snapshot()
-    try:
+    with _running(sshd, link, tmp_path, **env) as (node, run):
+        _, down0 = link.snapshot()
         if case == "ready":
             wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
         else:
@@ -85,13 +104,8 @@ def test_a_noisy_wait_over_150_kbps(sshd: Sshd, link: SlowLink, tmp_path: Path, 
         reported = time.time()
         event = _event_time(tmp_path / "events.jsonl", "ready" if case == "ready" else "crashed")
         _, down = link.snapshot()
-        log_bytes = Path(run.log_path).stat().st_size
-    finally:
-        stop_run(node, run, grace_s=2)
-        node.close()
-    assert log_bytes > 2_500_000
     assert reported - event < 2.0, f"{case} reported {reported - event:.1f} s after it happened"
-    assert down - down0 < 0.05 * log_bytes, f"{down - down0} bytes crossed for a {log_bytes} log"
+    _mostly_on_the_node(down - down0, run)
 
 
 def test_status_over_150_kbps_reads_the_noisy_log_on_the_node(
@@ -99,19 +113,12 @@ def test_status_over_150_kbps_reads_the_noisy_log_on_the_node(
 ) -> None:
     """`fab status` classified the whole log here, 64 KB a round trip: 3 MB of NCCL noise was
     20 s of this link for one host. Now the node's reader reads it and sends one state."""
-    node, plan = _node(sshd, link, tmp_path)
-    run = start_plan(node, plan)  # type: ignore[arg-type]
-    try:
+    with _running(sshd, link, tmp_path) as (node, run):
         wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
         _, down0 = link.snapshot()
-        status = host_status(node, plan.host)  # type: ignore[attr-defined]
+        status = host_status(node, node.spec)
         _, down = link.snapshot()
-        log_bytes = Path(run.log_path).stat().st_size
-    finally:
-        stop_run(node, run, grace_s=2)
-        node.close()
-    assert log_bytes > 2_500_000
     assert status.state is RunState.READY, status
     assert status.signals is not None and status.signals.health == 200
     assert status.scan is not None and status.scan.phase.value == "ready"
-    assert down - down0 < 0.05 * log_bytes, f"{down - down0} bytes crossed for a {log_bytes} log"
+    _mostly_on_the_node(down - down0, run)
