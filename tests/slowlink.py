@@ -59,7 +59,14 @@ class SlowLink:
         self.from_node = 0
         self.lock = threading.Lock()
         self.sockets: list[socket.socket] = []
+        self.to_drop = 0  # connections to close at once, as a full sshd (MaxStartups) does
+        self.accepted = 0
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def drop_next(self, n: int) -> None:
+        """Close the next `n` connections as soon as they arrive, before any byte."""
+        with self.lock:
+            self.to_drop = n
 
     def set_rate(self, rate_bps: float, delay_s: float | None = None) -> None:
         """Change the link for the connections that come next and those already open."""
@@ -79,6 +86,12 @@ class SlowLink:
                 client, _ = self.listener.accept()
             except OSError:
                 return
+            with self.lock:
+                self.accepted += 1
+                drop, self.to_drop = self.to_drop > 0, max(0, self.to_drop - 1)
+            if drop:
+                client.close()
+                continue
             try:
                 server = socket.create_connection(("127.0.0.1", self.target_port))
             except OSError:

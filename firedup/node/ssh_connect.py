@@ -18,6 +18,7 @@ from typing import Any
 
 import paramiko
 from fabric import Config, Connection
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_random_exponential
 
 from firedup.config.inventory import HostSpec
 from firedup.errors import (
@@ -32,6 +33,26 @@ from firedup.node.ssh_config import Endpoint, Route, resolve
 KEEPALIVE_S = 30
 CHANNEL_TIMEOUT_S = 15.0
 IDLE_WAKE_S = 2.0
+
+
+def _dropped_before_banner(exc: BaseException) -> bool:
+    """What a full sshd does (MaxStartups: a bastion's default drops 30% of new connections
+    past 10 pending): it closes the connection before its banner. The sshd counts a
+    connection as pending for a moment after its client authenticated, so even a fleet that
+    connects fewer hosts at once than the limit meets it now and then."""
+    if isinstance(exc, paramiko.SSHException) and "protocol banner" in str(exc):
+        return True
+    return isinstance(exc, ConnectionResetError | ConnectionAbortedError)
+
+
+# Three more tries within the host's handshake slot, 0.1-1 s apart (jittered: a fleet that
+# was dropped together does not come back together).
+DROPPED_EARLY: dict[str, Any] = {
+    "retry": retry_if_exception(_dropped_before_banner),
+    "stop": stop_after_attempt(4),
+    "wait": wait_random_exponential(multiplier=0.1, max=1.0),
+    "reraise": True,
+}
 
 
 class KeepaliveConnection(Connection):
@@ -54,7 +75,9 @@ class KeepaliveConnection(Connection):
             if key is not None:
                 self.connect_kwargs["pkey"] = key
         with CONNECTING.slot():  # a fleet connects a few hosts at a time (firedup.node.gate)
-            result = self._open_direct() if self.gateway is None else super().open()
+            for attempt in Retrying(**DROPPED_EARLY):
+                with attempt:
+                    result = self._open_direct() if self.gateway is None else super().open()
         self.opens += 1
         transport = self.client.get_transport()
         if transport is not None:

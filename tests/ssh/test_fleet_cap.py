@@ -2,15 +2,17 @@
 
 The sshd here refuses every connection past 3 unauthenticated ones (`MaxStartups 3:100:3`; a
 bastion's default 10:30:100 drops 30% past 10). `fab status` over 16 hosts on it: with
---max-parallel 2 every host answers; with no cap to speak of, some are refused (the control,
-which shows the sshd really is that strict)."""
+--max-parallel 2 every host answers; 16 plain connections at once are partly refused (the
+control, which shows the sshd really is that strict)."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import paramiko
 import pytest
 
 from tests.conftest import (
@@ -64,7 +66,25 @@ def test_a_capped_fleet_gets_every_answer(
     code, text = _status(inventory, 2)
     assert code == 0, text
     assert text.count("never-deployed") == HOSTS, text
-    uncapped_code, uncapped = _status(inventory, 100)
-    assert uncapped_code != 0 and "unreachable" in uncapped, (
-        f"the control: this sshd should refuse some of {HOSTS} connecting at once\n{uncapped}"
-    )
+    # The control: this sshd drops some of HOSTS plain connections opened at once (firedup's
+    # own uncapped run may get through now: a connection dropped before the banner is tried
+    # again, so it cannot show the limit).
+    with ThreadPoolExecutor(max_workers=HOSTS) as pool:
+        refused = sum(pool.map(lambda _: _dropped(strict_sshd), range(HOSTS)))
+    assert refused > 0, f"the control: this sshd should refuse some of {HOSTS} at once"
+
+
+def _dropped(sshd: Sshd) -> bool:
+    """One plain paramiko connection (no gate, no retry): was it dropped before the banner?"""
+    client = paramiko.SSHClient()
+    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())
+    try:
+        client.connect(
+            sshd.host, sshd.port, username=sshd.user, key_filename=str(sshd.client_key),
+            allow_agent=False, look_for_keys=False, timeout=10, banner_timeout=10,
+        )  # fmt: skip
+        return False
+    except paramiko.SSHException as exc:
+        return "banner" in str(exc)
+    finally:
+        client.close()
