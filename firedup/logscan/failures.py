@@ -13,7 +13,9 @@ Rules (engines.md §10, issue 4, issue 15):
 - The first cause wins and the aftermath stays context: a named cause is never replaced, a
   generic one (crash, killed, engine_init) gives way to a named one. A cause named by a
   warning just before a generic failure (`invalid repository id`, then `Error executing
-  method 'load_model'`) is taken as that failure's cause.
+  method 'load_model'`) is taken as that failure's cause, until the failure's own exception
+  names one: SGLang prints the context-length warning even when the override allows the
+  length, and a traceback starting within 30 lines of it ended in an AttributeError.
 - A message hard-wrapped over two lines is read joined when its second half starts in
   lower case after a long first half.
 """
@@ -50,6 +52,7 @@ class FailureRules:
     _spans: list[PhaseSpan]
     _lines: int
     _candidate: tuple[Reason, int] | None
+    _borrowed: bool
     _wrapped_tail: str
 
     def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
@@ -106,20 +109,23 @@ class FailureRules:
     def _fail(
         self, reason: Reason, line: Line, now: datetime | None, out: list[Event], *, exception: bool
     ) -> bool:
+        borrowed = False  # the reason is a warning's, not this line's own
         if reason.rank < Reason.OOM.rank and self._candidate is not None:
             named, seen_at = self._candidate
             if self._lines - seen_at <= CANDIDATE_LINES:
-                reason = named
+                reason, borrowed = named, True
         if self._verdict is not Verdict.FAILED:
             self._verdict = Verdict.FAILED
             self._close_span(now)
+        elif self._borrowed and exception and not borrowed and reason.rank >= Reason.OOM.rank:
+            pass  # the failure's own exception names its cause: it beats the warning's guess
         elif self._reason is not None and reason.rank <= self._reason.rank:
             same = reason.rank == self._reason.rank
             if same and exception and not self._excerpt.has_exception:
                 self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=True)
                 return True
             return False
-        self._reason = reason
+        self._reason, self._borrowed = reason, borrowed
         if exception:
             keep = not self._excerpt.has_exception
             self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=keep)

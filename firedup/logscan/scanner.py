@@ -83,6 +83,7 @@ class LogScanner(FailureRules):
         self._rank_markers: set[tuple[str, str]] = set()
         self._story = False  # a launch banner or a phase seen: the log shows the startup
         self._candidate: tuple[Reason, int] | None = None
+        self._borrowed = False
         self._wrapped_tail = ""
 
     def feed(self, chunk: bytes) -> list[Event]:
