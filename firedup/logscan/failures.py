@@ -22,6 +22,7 @@ Rules (engines.md §10, issue 4, issue 15):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
@@ -114,12 +115,12 @@ class FailureRules:
             named, seen_at = self._candidate
             if self._lines - seen_at <= CANDIDATE_LINES:
                 reason, borrowed = named, True
+        # The failure's own exception names its cause: it beats a warning's guess.
+        own = self._borrowed and exception and not borrowed and reason.rank >= Reason.OOM.rank
         if self._verdict is not Verdict.FAILED:
             self._verdict = Verdict.FAILED
             self._close_span(now)
-        elif self._borrowed and exception and not borrowed and reason.rank >= Reason.OOM.rank:
-            pass  # the failure's own exception names its cause: it beats the warning's guess
-        elif self._reason is not None and reason.rank <= self._reason.rank:
+        elif not own and self._reason is not None and reason.rank <= self._reason.rank:
             same = reason.rank == self._reason.rank
             if same and exception and not self._excerpt.has_exception:
                 self._excerpt.from_exception(self._tracebacks.frames, line.text, keep_trigger=True)
@@ -139,5 +140,4 @@ class FailureRules:
             out.append(Event(EventKind.WARNING, self._phase, line.text, None, now))
 
     def _close_span(self, now: datetime | None) -> None:
-        last = self._spans[-1]
-        self._spans[-1] = PhaseSpan(last.phase, last.start, now, last.progress)
+        self._spans[-1] = replace(self._spans[-1], end=now)

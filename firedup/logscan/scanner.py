@@ -14,6 +14,7 @@ Rules it keeps (engines.md §10, issue 4):
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from firedup.engine import Engine
@@ -160,8 +161,7 @@ class LogScanner(FailureRules):
             self._advance(floor, text, now, out)
         if progress != self._progress:
             self._progress = progress
-            last = self._spans[-1]
-            self._spans[-1] = PhaseSpan(last.phase, last.start, last.end, progress)
+            self._spans[-1] = replace(self._spans[-1], progress=progress)
             out.append(Event(EventKind.PROGRESS, self._phase, text, progress, now))
 
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:

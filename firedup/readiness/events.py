@@ -169,8 +169,7 @@ class HostTracker:
         # end of a bar in one of them with the next phase's start.
         for span in scan.phases[:-1]:
             events += self._phase(span.phase) + self._last_reading(span)
-        events += self._phase(scan.phases[-1].phase) if scan.phases else []
-        events += self._phase(scan.phase)
+        events += self._phase(scan.phase)  # the last span's
         bar = scan.progress
         if bar is not None and bar != self.bar:
             # The first reading, a new bar and the last step always go out; the rest at a pace.

@@ -90,6 +90,19 @@ def tail_argv(run: RunMeta, offset: int) -> list[str]:
     return [*argv, run.log_path]
 
 
+def reader_options(run: RunMeta, look: dict[str, Any] | None) -> dict[str, Any]:
+    """What the node reader is told about a run (nodeside.main). It always starts at the top:
+    its classifier must see the whole story (a reconnect re-reads at disk speed on the node;
+    the link carries only states)."""
+    return {
+        "log": run.log_path,
+        "offset": 0,
+        "pid": run.pid,
+        "engine": run.engine.value,
+        "look": look,
+    }
+
+
 class LogFeed:
     """The classifier's view of one run's log, and where it comes from."""
 
@@ -116,15 +129,7 @@ class LogFeed:
             return
         nonce = new_nonce()
         parser = FrameParser(nonce)
-        # The reader always starts at the top: its classifier must see the whole story (a
-        # reconnect re-reads at disk speed on the node; the link carries only states).
-        options = {
-            "log": self.run.log_path,
-            "offset": 0,
-            "pid": self.run.pid,
-            "engine": self.run.engine.value,
-            "look": look,
-        }
+        options = reader_options(self.run, look)
         argv = reader_argv(options, nonce, tail_argv(self.run, self.raw_offset))
         for chunk in node.stream(argv, timeout_s=tick_s):
             self.heard = self.heard or bool(chunk)
@@ -180,14 +185,7 @@ def read_once(
     the reader: the caller reads the log itself."""
     nonce = new_nonce()
     parser = FrameParser(nonce)
-    options = {
-        "log": run.log_path,
-        "offset": 0,
-        "pid": run.pid,
-        "engine": run.engine.value,
-        "look": look,
-        "once": True,
-    }
+    options = {**reader_options(run, look), "once": True}
     last: dict[str, Any] | None = None
     deadline = time.monotonic() + timeout_s
     for chunk in node.stream(reader_argv(options, nonce, ["true"]), timeout_s=timeout_s):
