@@ -16,7 +16,7 @@ from typing import Any
 NO_EXIT_STATUS = -1  # the channel closed without one: the connection went away
 
 
-class ChannelTimeoutError(TimeoutError):
+class ChannelTimeoutError(Exception):
     """The command did not end within its time; the channel is closed."""
 
     def __init__(self, timeout_s: float) -> None:
@@ -40,13 +40,10 @@ def run_on_channel(
     streams until the command exits. Paramiko's errors pass through; ChannelTimeoutError past
     `timeout_s`. The channel is closed on every way out (an interrupt included)."""
     deadline = time.monotonic() + timeout_s
-    channel = transport.open_session(timeout=open_timeout_s)
+    channel = start_exec(
+        transport, line, timeout_s=timeout_s, open_timeout_s=open_timeout_s, stdin=stdin
+    )
     try:
-        channel.settimeout(max(0.001, timeout_s))
-        channel.exec_command(line)
-        if stdin:
-            channel.sendall(stdin)
-        channel.shutdown_write()
         out, err = bytearray(), bytearray()
         while True:
             _drain(channel, out, err)
@@ -65,6 +62,24 @@ def run_on_channel(
         return Exec(code, bytes(out), bytes(err))
     finally:
         channel.close()
+
+
+def start_exec(
+    transport: Any, line: str, *, timeout_s: float, open_timeout_s: float, stdin: bytes = b""
+) -> Any:
+    """A new session of `transport` running `line`, `stdin` sent and then EOF; each read and
+    write on it waits at most `timeout_s`. Closed again if any of that fails."""
+    channel = transport.open_session(timeout=open_timeout_s)
+    try:
+        channel.settimeout(max(0.001, timeout_s))
+        channel.exec_command(line)
+        if stdin:
+            channel.sendall(stdin)
+        channel.shutdown_write()
+    except BaseException:
+        channel.close()
+        raise
+    return channel
 
 
 def _drain(channel: Any, out: bytearray, err: bytearray) -> None:

@@ -13,7 +13,7 @@ import logging
 import posixpath
 import secrets
 from collections.abc import Iterator, Sequence
-from contextlib import suppress
+from contextlib import contextmanager, suppress
 
 import paramiko
 from fabric import Config
@@ -35,7 +35,13 @@ from firedup.errors import (
     RemoteCommandError,
 )
 from firedup.node.base import require_ok, script_argv
-from firedup.node.channel import NO_EXIT_STATUS, ChannelTimeoutError, Exec, run_on_channel
+from firedup.node.channel import (
+    NO_EXIT_STATUS,
+    ChannelTimeoutError,
+    Exec,
+    run_on_channel,
+    start_exec,
+)
 from firedup.node.framing import (
     NO_WRAPPER_EXIT,
     StreamUnframer,
@@ -124,22 +130,29 @@ class SshNode:
     def _exec(self, line: str, timeout_s: float, stdin: bytes = b"") -> Exec:
         """One command on the connection (opened if it is not): its exit code and output."""
         try:
-            self._conn.open()
-            transport = self._conn.client.get_transport()
-            return run_on_channel(
-                transport,
-                line,
-                timeout_s=timeout_s,
-                # Opening the channel counts too: a frozen peer must not outlast the bound.
-                open_timeout_s=min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s)),
-                stdin=stdin,
-            )
-        except ConnectError:
-            self.close()
-            raise
+            with self._connection_errors():
+                self._conn.open()
+                return run_on_channel(
+                    self._conn.client.get_transport(),
+                    line,
+                    timeout_s=timeout_s,
+                    # Opening the channel counts too: a frozen peer must not outlast the bound.
+                    open_timeout_s=min(CHANNEL_TIMEOUT_S, max(1.0, timeout_s)),
+                    stdin=stdin,
+                )
         except ChannelTimeoutError as exc:
             self._conn.close()
             raise CommandTimeoutError(f"{self._conn.hop.where}: {exc}") from exc
+
+    @contextmanager
+    def _connection_errors(self) -> Iterator[None]:
+        """paramiko's and the socket's failures as firedup's (connect_error); the connection
+        they broke is closed, all of it (bastions too) when opening it failed."""
+        try:
+            yield
+        except ConnectError:
+            self.close()
+            raise
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self._conn.close()
             raise self._connect_error(exc) from exc
@@ -241,19 +254,15 @@ class SshNode:
 
     def stream(self, argv: Sequence[str], *, timeout_s: float) -> Iterator[bytes]:
         marker = new_marker()
-        try:
+        with self._connection_errors():
             self._conn.open()
             transport = self._conn.client.get_transport()
-            channel = transport.open_session(timeout=CHANNEL_TIMEOUT_S)
-            channel.settimeout(timeout_s)
-            channel.exec_command(self._line(argv, marker))
-            channel.shutdown_write()
-        except ConnectError:
-            self.close()
-            raise
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            self._conn.close()
-            raise self._connect_error(exc) from exc
+            channel = start_exec(
+                transport,
+                self._line(argv, marker),
+                timeout_s=timeout_s,
+                open_timeout_s=CHANNEL_TIMEOUT_S,
+            )
         unframer = StreamUnframer(marker)
         try:
             while True:
