@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firedup.config.keep import Notify, Restart, Watch
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
 
@@ -147,6 +148,10 @@ class Deployment(FrozenModel):
     # The engine release to render for when no node is asked (`fab render`); a deploy renders
     # for the release preflight finds on the node. Unset: the newest release firedup checked.
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*([a-z0-9.+-]*)$")
+    # After ready (firedup.config.keep, docs/operations.md): any of them starts the watch.
+    restart: Restart | None = None
+    notify: Notify | None = None
+    watch: Watch | None = None
 
     @field_validator("phase_budgets_s")
     @classmethod
@@ -197,6 +202,8 @@ class Deployment(FrozenModel):
         if self.cuda_graph_max_bs is not None and self.engine is Engine.VLLM:
             raise ValueError("cuda_graph_max_bs is an SGLang knob; for vLLM pass it in args")
         self._check_ignored_knobs()
+        if self.nodes and (self.restart or self.watch):
+            raise ValueError("restart/watch: a multi-node deployment is not watched yet")
         return self
 
     def _check_ignored_knobs(self) -> None:
@@ -215,6 +222,11 @@ class Deployment(FrozenModel):
             raise ValueError(
                 "speculative.draft_tp: SGLang runs the draft with the target's tp; remove it"
             )
+
+    @property
+    def watched(self) -> bool:
+        """Whether a deploy leaves the node-side watch running next to the server."""
+        return bool(self.restart or self.notify or self.watch) and not self.nodes
 
     @property
     def nnodes(self) -> int:

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from firedup.config.keep import Notify
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory
 from firedup.errors import InventoryError
@@ -65,6 +66,7 @@ class HostSpec(FrozenModel):
     keep_runs: int = Field(default=10, ge=1)
     node_address: str | None = None  # how the other nodes of a multi-node deployment reach it
     source: Path | None = None  # the inventory file it came from (set at load, like name)
+    notify: Notify | None = None  # the default for its deployment's (docs/operations.md)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -95,6 +97,22 @@ class Inventory(FrozenModel):
     hosts: dict[str, HostSpec]
     deployments: dict[str, Deployment]
     groups: dict[str, list[str]] = Field(default_factory=dict)
+    notify: Notify | None = None  # the default of every host without its own
+
+    @model_validator(mode="before")
+    @classmethod
+    def _notify_default(cls, data: Any) -> Any:
+        """The inventory's `notify` is each host's that has none."""
+        if not isinstance(data, Mapping) or not data.get("notify"):
+            return data
+        hosts = data.get("hosts")
+        if not isinstance(hosts, Mapping):
+            return data
+        given = {
+            n: {"notify": data["notify"], **h} if isinstance(h, Mapping) else h
+            for n, h in hosts.items()
+        }
+        return {**data, "hosts": given}
 
     @model_validator(mode="after")
     def _cross_references(self) -> Inventory:
