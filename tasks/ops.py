@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from json import dumps
 
 from invoke.context import Context
@@ -82,6 +83,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         parts.append(f"up {result.uptime_s:.0f}s")
     if result.lock:
         parts.append(f"lock {result.lock.describe()}")
+    if result.watch:
+        parts.append(result.watch.text(time.time()))
     return "; ".join(parts)
 
 

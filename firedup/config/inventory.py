@@ -22,9 +22,9 @@ from pydantic import (
     model_validator,
 )
 
-from firedup.config.keep import Notify
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory
+from firedup.config.keep import Notify
 from firedup.errors import InventoryError
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from firedup.config.inventory import HostSpec
@@ -26,7 +26,11 @@ ON_STATES = frozenset({"starting", "watching", "backoff"})
 def end_watch(node: Node, host: HostSpec) -> str:
     """End the slot's watch, if one runs: `ended`, `none`; raise if it would not go."""
     out = run_script(
-        node, "watch_end", host.workdir, str(END_WAIT_S), timeout_s=END_WAIT_S + 30,
+        node,
+        "watch_end",
+        host.workdir,
+        str(END_WAIT_S),
+        timeout_s=END_WAIT_S + 30,
         what="end the watch",
     ).out
     fields = parse_fields(out)
@@ -51,10 +55,37 @@ class WatchView:
     death: dict[str, Any] | None
     attempt: int
     raw: dict[str, Any]
+    alive: bool = True  # the watch process named in the file still runs (checked by pid)
 
     @property
     def on(self) -> bool:
-        return self.state in ON_STATES
+        return self.alive and self.state in ON_STATES
+
+    def text(self, now: float) -> str:
+        """`fab status`'s words: on/off, the last check, the restarts and their reasons."""
+        if self.on:
+            ago = f", checked {max(0.0, now - self.checked_at):.0f}s ago" if self.checked_at else ""
+            head = f"watch on ({self.state}{ago})"
+        elif self.state in ON_STATES:
+            head = "watch off (its process is gone)"
+        else:
+            head = f"watch off ({self.state}: {self.message})"
+        if self.restarts:
+            reasons = ", ".join(str(r.get("reason")) for r in self.restarts[-3:])
+            head += f"; {len(self.restarts)} restart(s): {reasons}"
+        return head
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "on": self.on,
+            "state": self.state,
+            "checked_at": self.checked_at,
+            "every_s": self.every_s,
+            "attempt": self.attempt,
+            "restarts": [dict(r) for r in self.restarts],
+            "death": self.death,
+            "message": self.message,
+        }
 
     @classmethod
     def from_json(cls, text: bytes | str) -> WatchView:
@@ -78,6 +109,16 @@ def read_watch(node: Node, rundir: str) -> WatchView | None:
     except RemoteCommandError:
         return None
     try:
-        return WatchView.from_json(text)
+        view = WatchView.from_json(text)
     except (ValueError, TypeError):
         return None
+    return replace(view, alive=_alive(node, view.raw.get("watch_pid"), view.raw.get("watch_start")))
+
+
+def _alive(node: Node, pid: object, start: object) -> bool:
+    """The watch's pid runs, is no zombie, and started when the watch did (no reused pid)."""
+    if not isinstance(pid, int):
+        return False
+    stat = node.run(["cat", "--", f"/proc/{pid}/stat"], check=False).out
+    fields = stat.rsplit(")", 1)[-1].split()
+    return len(fields) > 19 and fields[0] not in ("Z", "X") and fields[19] == str(start)

@@ -87,7 +87,12 @@ def start_watch(
         code = posixpath.join(home, "code.z")
         node.put(watch_code(), code, mode=0o600)
         out = run_script(
-            node, "watch_start", plan.host.workdir, plan.host.python, WATCH_BOOT, code,
+            node,
+            "watch_start",
+            plan.host.workdir,
+            plan.host.python,
+            WATCH_BOOT,
+            code,
             what="start the watch",
         ).out
     except DeployError as exc:

@@ -9,6 +9,7 @@ from enum import StrEnum
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.launch.gpus import GpuMemory, gpu_memory
+from firedup.launch.keepalive import WatchView, read_watch
 from firedup.launch.runs import RunMeta, current_run, tail_log
 from firedup.logscan import LogScanner, ScanState, Verdict
 from firedup.node.base import Node
@@ -57,6 +58,7 @@ class HostStatus:
     last_deploy: LastDeploy | None = None
     decode: DecodeStats | None = None
     lock: LockInfo | None = None
+    watch: WatchView | None = None  # the node-side watch's view of the run (issue 25)
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -137,4 +139,5 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         last_deploy=last_deploy(records),
         decode=decode_stats(tail) if probe.alive else None,
         lock=lock,
+        watch=read_watch(node, run.rundir),
     )

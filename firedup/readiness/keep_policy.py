@@ -11,7 +11,7 @@ weights do not fit the next time either). Restarting those only burns another la
 
 from __future__ import annotations
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any
 
 # Reasons of the log classifier (firedup.logscan.Reason values) that no restart cures.
 DETERMINISTIC = frozenset(
@@ -46,8 +46,8 @@ def deterministic(reason: str, ready_before: bool) -> bool:
 
 
 def decide(
-    reason: str, ready_before: bool, restart: Optional[Dict[str, Any]], attempt: int
-) -> Tuple[str, str]:
+    reason: str, ready_before: bool, restart: dict[str, Any] | None, attempt: int
+) -> tuple[str, str]:
     """(what to do, why) after a death: `restart`, `not-restarted` or `gave-up`.
 
     `attempt`: failed restart attempts in a row before this death (0: the first death)."""
@@ -69,7 +69,7 @@ def decide(
     return "restart", "%s: restarting (attempt %d of %d)" % (reason, attempt + 1, limit)
 
 
-def reason_of_death(scan_reason: Optional[str], lost_workers: int, health_lost: bool) -> str:
+def reason_of_death(scan_reason: str | None, lost_workers: int, health_lost: bool) -> str:
     """The reason for a run whose leader is gone: the log's own word first, else what the
     watch saw before (a worker gone, health lost for good: not one failed look, which a
     death between two checks makes too), else a bare kill."""

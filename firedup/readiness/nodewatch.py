@@ -23,7 +23,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any
 
 from firedup.engine import Engine
 from firedup.logscan import HINTS, LogScanner, Reason, Verdict
@@ -34,6 +34,7 @@ from firedup.readiness import nodewatch_checks as checks
 READ_BYTES = 1024 * 1024  # log read per check: a burst is worked through over a few checks
 STARTING_EVERY_S = 1.0  # how often a restarted run is looked at until it is ready
 MAX_RESTARTS_KEPT = 20
+EXCERPT_LINES = 8  # of the lines that prove a death's reason, in its event and watch.json
 LOST_CHECKS = 2  # a worker gone at this many checks in a row is dead, not a blink
 WATCH_HINTS = {
     policy.HANG: "the server stopped answering /health; the log's last lines say what it did",
@@ -55,14 +56,14 @@ class Run:
         self.pid, self.start = checks.read_identity(os.path.join(self.dir, "identity"))
         self.scanner = LogScanner(engine=Engine(engine) if engine else None)
         self.offset = offset
-        self.members0 = set()  # type: Set[int]
+        self.members0: set[int] = set()
         self.lost_checks = 0
         self.health_fails = 0
         self.gen_fails = 0
         self.gen_at = time.monotonic()
         self.started_at = time.monotonic()
-        self.ready_at = None  # type: Optional[float]
-        self.checks = {}  # type: Dict[str, Any]
+        self.ready_at: float | None = None
+        self.checks: dict[str, Any] = {}
         self.health_told = False
 
     def alive(self) -> bool:
@@ -85,7 +86,7 @@ class Run:
             self.read_log()
         self.scanner.finish()
 
-    def fatal(self) -> Optional[str]:
+    def fatal(self) -> str | None:
         state = self.scanner.state
         if state.verdict is Verdict.FAILED and state.reason is not None:
             return state.reason.value
@@ -93,7 +94,7 @@ class Run:
 
 
 class Watch:
-    def __init__(self, workdir: str, cfg: Dict[str, Any], secrets_text: str) -> None:
+    def __init__(self, workdir: str, cfg: dict[str, Any], secrets_text: str) -> None:
         self.workdir, self.cfg, self.secrets_text = workdir, cfg, secrets_text
         self.mask = act.Masker(secrets_text, [str((cfg.get("notify") or {}).get("webhook", ""))])
         self.notifier = act.Notifier(cfg.get("notify"), self.mask, self.log)
@@ -101,9 +102,9 @@ class Watch:
         self.every_s = float(cfg.get("every_s") or 10.0)
         self.restart = cfg.get("restart")
         self.attempt = 0
-        self.restarts = []  # type: list
+        self.restarts: list[dict[str, Any]] = []
         self.state = "watching"
-        self.death = None  # type: Optional[Dict[str, Any]]
+        self.death: dict[str, Any] | None = None
         self.message = ""
         self.my_start = (checks.stat_fields(os.getpid()) or [""] * 20)[19]
         self.run = Run(workdir, str(cfg["run_id"]), str(cfg.get("engine") or ""), 0)
@@ -127,13 +128,13 @@ class Watch:
         self.notifier.close()
         return 0
 
-    def look(self) -> Optional[Tuple[str, str]]:
+    def look(self) -> tuple[str, str] | None:
         run = self.run
         if self.state == "starting":
             return self.look_starting(run)
         return self.look_ready(run)
 
-    def look_ready(self, run: Run) -> Optional[Tuple[str, str]]:
+    def look_ready(self, run: Run) -> tuple[str, str] | None:
         """(reason, detail) when the ready run died, hangs or lost its health."""
         alive = run.alive()
         run.read_log()
@@ -155,31 +156,40 @@ class Watch:
         self.maybe_generate(run)
         return self.judge(run, lost, port, code)
 
-    def judge(self, run: Run, lost: Set[int], port: bool, code: int) -> Optional[Tuple[str, str]]:
+    def judge(self, run: Run, lost: set[int], port: bool, code: int) -> tuple[str, str] | None:
         if run.lost_checks >= LOST_CHECKS:
             return policy.WORKER_DIED, "pids %s of the run are gone" % sorted(lost)
         if run.health_fails >= int(self.cfg.get("health_fails") or 3):
             reason = policy.HANG if code == 0 else policy.HEALTH_LOST
             if not run.health_told:
                 run.health_told = True
-                self.notifier.send("health-lost", self.say("health lost (%s, %d checks in a row)"
-                                                           % (code or "no answer", run.health_fails)),
-                                   **self.about(run, reason))
+                self.notifier.send(
+                    "health-lost",
+                    self.say(
+                        "health lost (%s, %d checks in a row)"
+                        % (code or "no answer", run.health_fails)
+                    ),
+                    **self.about(run, reason),
+                )
             if self.restart:
-                return reason, "/health: %s at %d checks in a row" % (code or "no answer",
-                                                                        run.health_fails)
+                return reason, "/health: %s at %d checks in a row" % (
+                    code or "no answer",
+                    run.health_fails,
+                )
         elif code == 200:
             run.health_told = False
         if not port and run.health_fails:
             return policy.PORT_LOST, "no process of the run listens on port %s" % self.cfg["port"]
         if run.gen_fails >= 2 and self.restart:
             return policy.GENERATE_FAILED, str(run.checks.get("generate"))
-        self.message = "watching run %s: %s" % (run.run_id, "healthy" if code == 200 else
-                                                 "health %s" % (code or "no answer"))
+        self.message = "watching run %s: %s" % (
+            run.run_id,
+            "healthy" if code == 200 else "health %s" % (code or "no answer"),
+        )
         self.maybe_reset(run)
         return None
 
-    def look_starting(self, run: Run) -> Optional[Tuple[str, str]]:
+    def look_starting(self, run: Run) -> tuple[str, str] | None:
         alive = run.alive()
         run.read_log()
         ready = run.scanner.state.verdict is Verdict.READY
@@ -211,8 +221,9 @@ class Watch:
         if not every or time.monotonic() - run.gen_at < every:
             return
         run.gen_at = time.monotonic()
-        ok, ms, why = checks.generate(str(self.cfg.get("base_url")), str(self.cfg.get("model")
-                                                                         or ""), 60.0)
+        ok, ms, why = checks.generate(
+            str(self.cfg.get("base_url")), str(self.cfg.get("model") or ""), 60.0
+        )
         run.gen_fails = 0 if ok else run.gen_fails + 1
         run.checks["generate"] = {"at": time.time(), "ok": ok, "ms": round(ms), "error": why}
 
@@ -230,11 +241,22 @@ class Watch:
         ready_before = run.ready_at is not None
         what, why = policy.decide(reason, ready_before, self.restart, self.attempt)
         hint = self.hint(reason)
-        self.death = {"at": time.time(), "reason": reason, "detail": self.mask(detail),
-                      "hint": hint, "restart": what == "restart", "why": why}
+        excerpt = [self.mask(line) for line in run.scanner.state.excerpt[-EXCERPT_LINES:]]
+        self.death = {
+            "at": time.time(),
+            "reason": reason,
+            "detail": self.mask(detail),
+            "hint": hint,
+            "restart": what == "restart",
+            "why": why,
+            "excerpt": excerpt,
+        }
         self.history("watch", "failed", run.run_id, "%s (%s)" % (why, detail), hint)
-        self.notifier.send("failed", self.say("run %s failed: %s. %s" % (run.run_id, why, hint)),
-                           **self.about(run, reason, hint=hint, decision=what))
+        self.notifier.send(
+            "failed",
+            self.say("run %s failed: %s. %s" % (run.run_id, why, hint)),
+            **self.about(run, reason, hint=hint, decision=what, excerpt="\n".join(excerpt)),
+        )
         if what != "restart":
             self.state, self.message = what, why
             if what == "gave-up":
@@ -276,20 +298,34 @@ class Watch:
         self.attempt += 1
         limit = int((self.restart or {}).get("max") or 0)
         note = "after %s in run %s (attempt %d of %d)" % (reason, old.run_id, self.attempt, limit)
-        self.restarts = (self.restarts + [{"at": time.time(), "from_run": old.run_id,
-                                           "to_run": new_id, "reason": reason,
-                                           "detail": self.death["detail"] if self.death else ""}])
+        self.restarts = [
+            *self.restarts,
+            {
+                "at": time.time(),
+                "from_run": old.run_id,
+                "to_run": new_id,
+                "reason": reason,
+                "detail": self.death["detail"] if self.death else "",
+            },
+        ]
         self.restarts = self.restarts[-MAX_RESTARTS_KEPT:]
         self.state, self.message = "replaced", "restarted as run %s %s" % (new_id, note)
         self.write_state()
         self.run = Run(self.workdir, new_id, str(self.cfg.get("engine") or ""), 0)
         self.state, self.message = "starting", "run %s started %s" % (new_id, note)
         ok = started.get("pid", "").isdigit()
-        self.history("restart", "started" if ok else "failed", new_id, note,
-                     "" if ok else started.get("_err", ""))
-        self.notifier.send("restarted", self.say("restarted run %s as %s %s" % (old.run_id,
-                                                                                 new_id, note)),
-                           **self.about(self.run, reason))
+        self.history(
+            "restart",
+            "started" if ok else "failed",
+            new_id,
+            note,
+            "" if ok else started.get("_err", ""),
+        )
+        self.notifier.send(
+            "restarted",
+            self.say("restarted run %s as %s %s" % (old.run_id, new_id, note)),
+            **self.about(self.run, reason),
+        )
         self.write_state()
         return False
 
@@ -299,8 +335,11 @@ class Watch:
             last = self.restarts[-1] if self.restarts else {}
             note = "after %s in run %s" % (last.get("reason", "?"), last.get("from_run", "?"))
             self.history("restart", "ready", run.run_id, note, "")
-        self.notifier.send("ready", self.say("run %s is ready%s" % (
-            run.run_id, " (restarted)" if restarted else "")), **self.about(run, ""))
+        self.notifier.send(
+            "ready",
+            self.say("run %s is ready%s" % (run.run_id, " (restarted)" if restarted else "")),
+            **self.about(run, ""),
+        )
         self.write_state()
 
     # -- what it writes ----------------------------------------------------------------
@@ -308,10 +347,18 @@ class Watch:
     def write_state(self) -> None:
         run = self.run
         data = {
-            "v": 1, "run_id": run.run_id, "watch_pid": os.getpid(), "watch_start": self.my_start,
-            "state": self.state, "checked_at": time.time(), "every_s": self.every_s,
-            "ready_at": run.ready_at, "checks": run.checks, "restart": self.restart,
-            "attempt": self.attempt, "restarts": self.restarts,
+            "v": 1,
+            "run_id": run.run_id,
+            "watch_pid": os.getpid(),
+            "watch_start": self.my_start,
+            "state": self.state,
+            "checked_at": time.time(),
+            "every_s": self.every_s,
+            "ready_at": run.ready_at,
+            "checks": run.checks,
+            "restart": self.restart,
+            "attempt": self.attempt,
+            "restarts": self.restarts,
             "death": self.death if self.state != "starting" else None,
             "message": self.mask(self.message),
         }
@@ -322,8 +369,14 @@ class Watch:
 
     def history(self, action: str, outcome: str, run_id: str, reason: str, detail: str) -> None:
         base = dict(self.cfg.get("history") or {})
-        line = act.history_line(base, action=action, outcome=outcome, run_id=run_id,
-                                reason=self.mask(reason)[:2000], detail=self.mask(detail)[:2000])
+        line = act.history_line(
+            base,
+            action=action,
+            outcome=outcome,
+            run_id=run_id,
+            reason=self.mask(reason)[:2000],
+            detail=self.mask(detail)[:2000],
+        )
         done = act.bash(self.script("history_append"), "history_append", self.workdir, line)
         if done["_rc"] != "0":
             self.log("cannot append to the history: %s" % done["_err"])
@@ -334,9 +387,14 @@ class Watch:
         except ValueError:
             return WATCH_HINTS.get(reason, "")
 
-    def about(self, run: Run, reason: str, **extra: Any) -> Dict[str, Any]:
-        return dict(host=self.cfg.get("host"), deployment=self.cfg.get("deployment"),
-                    run_id=run.run_id, reason=reason, **extra)
+    def about(self, run: Run, reason: str, **extra: Any) -> dict[str, Any]:
+        return dict(
+            host=self.cfg.get("host"),
+            deployment=self.cfg.get("deployment"),
+            run_id=run.run_id,
+            reason=reason,
+            **extra,
+        )
 
     def say(self, text: str) -> str:
         return "firedup %s (%s): %s" % (self.cfg.get("host"), self.cfg.get("deployment"), text)

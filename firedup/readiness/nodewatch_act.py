@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.request
 from datetime import datetime, timezone
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 MASK = "***"
 POST_TRIES = 3
@@ -32,12 +32,11 @@ def who() -> str:
     return "watch@" + socket.gethostname()
 
 
-def bash(script: str, name: str, *args: str, timeout_s: float = 120.0) -> Dict[str, str]:
+def bash(script: str, name: str, *args: str, timeout_s: float = 120.0) -> dict[str, str]:
     """Run a node script (`bash -c TEXT firedup-NAME ARG...`) and parse its key=value lines."""
     done = subprocess.run(
         ["bash", "-c", script, "firedup-" + name, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        capture_output=True,
         stdin=subprocess.DEVNULL,
         timeout=timeout_s,
     )
@@ -55,8 +54,13 @@ class Lock:
     """The node's lock, held by lock_hold.sh on a pipe to this process."""
 
     def __init__(self, script: str, workdir: str, operation: str, detail: str) -> None:
-        owner = {"operator": who(), "pid": os.getpid(), "operation": operation,
-                 "started_at": time.time(), "detail": detail}
+        owner = {
+            "operator": who(),
+            "pid": os.getpid(),
+            "operation": operation,
+            "started_at": time.time(),
+            "detail": detail,
+        }
         self.proc = subprocess.Popen(
             ["bash", "-c", script, "firedup-lock_hold", workdir, json.dumps(owner), "1"],
             stdout=subprocess.PIPE,
@@ -121,14 +125,14 @@ def write_file(path: str, data: bytes, mode: int) -> None:
         fh.write(data)
 
 
-def write_json(path: str, data: Dict[str, Any]) -> None:
+def write_json(path: str, data: dict[str, Any]) -> None:
     """Atomically: a reader sees the old file or the new one, never half of one."""
     tmp = path + ".tmp"
     write_file(tmp, json.dumps(data, sort_keys=True).encode(), 0o600)
     os.replace(tmp, path)
 
 
-def history_line(base: Dict[str, Any], **fields: Any) -> str:
+def history_line(base: dict[str, Any], **fields: Any) -> str:
     """A record in docs/history.md's format: the deploy's own fields, this event's on top."""
     at = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
     record = dict(base, who=who(), at=at, **fields)
@@ -138,7 +142,7 @@ def history_line(base: Dict[str, Any], **fields: Any) -> str:
 class Masker:
     """Every secret value the watch holds becomes *** in whatever it sends or writes."""
 
-    def __init__(self, secrets_text: str, extra: List[str]) -> None:
+    def __init__(self, secrets_text: str, extra: list[str]) -> None:
         values = re.findall(r"^[A-Za-z_][A-Za-z0-9_]*=(.*)$", secrets_text, re.M)
         found = [unquote(v) for v in values] + list(extra)
         self.values = sorted((v for v in found if len(v) >= 4), key=len, reverse=True)
@@ -160,11 +164,11 @@ class Notifier:
     """One JSON POST per event to a Slack-compatible webhook, from a thread: a slow or dead
     receiver never holds a check up. Each post is tried POST_TRIES times with a backoff."""
 
-    def __init__(self, notify: Optional[Dict[str, Any]], mask: Masker, log: Any) -> None:
+    def __init__(self, notify: dict[str, Any] | None, mask: Masker, log: Any) -> None:
         self.url = str((notify or {}).get("webhook") or "")
         self.events = set((notify or {}).get("events") or ())
         self.mask, self.log = mask, log
-        self.queue = queue.Queue()  # type: queue.Queue[Optional[Dict[str, Any]]]
+        self.queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self.thread = threading.Thread(target=self._run, daemon=True)
         if self.url:
             self.thread.start()
@@ -185,7 +189,7 @@ class Notifier:
                 return
             self._post(body)
 
-    def _post(self, body: Dict[str, Any]) -> None:
+    def _post(self, body: dict[str, Any]) -> None:
         data = json.dumps(body).encode()
         for attempt in range(POST_TRIES):
             try:
@@ -196,8 +200,10 @@ class Notifier:
                     if 200 <= int(response.status) < 300:
                         return
             except Exception as exc:  # refused, timed out, an HTTP error: try again
-                self.log("notify: %s event not delivered (try %d): %s"
-                         % (body["event"], attempt + 1, self.mask(str(exc))[:200]))
+                self.log(
+                    "notify: %s event not delivered (try %d): %s"
+                    % (body["event"], attempt + 1, self.mask(str(exc))[:200])
+                )
             time.sleep(2**attempt)
 
     def close(self) -> None:

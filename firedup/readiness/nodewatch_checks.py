@@ -12,13 +12,12 @@ import os
 import time
 import urllib.error
 import urllib.request
-from typing import Dict, Optional, Set, Tuple
 
 LISTEN = "0A"  # TCP_LISTEN in /proc/net/tcp's `st` column
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never a node's proxy
 
 
-def stat_fields(pid: int) -> Optional[list]:
+def stat_fields(pid: int) -> list | None:
     """/proc/PID/stat after the command name: [0] state, [3] session, [19] start time."""
     try:
         with open("/proc/%d/stat" % pid) as fh:
@@ -27,7 +26,7 @@ def stat_fields(pid: int) -> Optional[list]:
         return None
 
 
-def leader_alive(pid: int, start: Optional[str]) -> bool:
+def leader_alive(pid: int, start: str | None) -> bool:
     """The run's leader exists, is no zombie, and is the process start.sh recorded."""
     fields = stat_fields(pid)
     if fields is None or len(fields) < 20 or fields[0] in ("Z", "X"):
@@ -35,7 +34,7 @@ def leader_alive(pid: int, start: Optional[str]) -> bool:
     return start is None or fields[19] == start
 
 
-def session_members(sid: int) -> Set[int]:
+def session_members(sid: int) -> set[int]:
     """Live (non-zombie) processes of session `sid`: the server and every child it made."""
     members = set()
     for name in os.listdir("/proc"):
@@ -47,7 +46,7 @@ def session_members(sid: int) -> Set[int]:
     return members
 
 
-def listening_inodes(port: int) -> Set[str]:
+def listening_inodes(port: int) -> set[str]:
     """Socket inodes that LISTEN on `port` (IPv4 and IPv6)."""
     found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
@@ -63,7 +62,7 @@ def listening_inodes(port: int) -> Set[str]:
     return found
 
 
-def holds_port(members: Set[int], port: int) -> bool:
+def holds_port(members: set[int], port: int) -> bool:
     """Whether a member of the run's session has a socket listening on `port` open."""
     inodes = listening_inodes(port)
     if not inodes:
@@ -95,7 +94,7 @@ def health(url: str, timeout_s: float) -> int:
         return 0
 
 
-def generate(base_url: str, model: str, timeout_s: float) -> Tuple[bool, float, str]:
+def generate(base_url: str, model: str, timeout_s: float) -> tuple[bool, float, str]:
     """One real completion of one token: (ok, milliseconds, what went wrong)."""
     body = {"prompt": "Hello", "max_tokens": 1, "temperature": 0}
     if model:
@@ -116,7 +115,7 @@ def generate(base_url: str, model: str, timeout_s: float) -> Tuple[bool, float, 
         return False, (time.monotonic() - began) * 1000, str(exc)[:200]
 
 
-def read_identity(path: str) -> Tuple[Optional[int], Optional[str]]:
+def read_identity(path: str) -> tuple[int | None, str | None]:
     """`PID STARTTIME SID` as start.sh writes it."""
     try:
         with open(path) as fh:
@@ -127,6 +126,11 @@ def read_identity(path: str) -> Tuple[Optional[int], Optional[str]]:
     return pid, parts[1] if len(parts) > 1 else None
 
 
-def check_map(members: int, lost: int, port: bool, code: int, fails: int) -> Dict[str, object]:
-    return {"procs": members, "lost_procs": lost, "port": port, "health": code,
-            "health_fails": fails}
+def check_map(members: int, lost: int, port: bool, code: int, fails: int) -> dict[str, object]:
+    return {
+        "procs": members,
+        "lost_procs": lost,
+        "port": port,
+        "health": code,
+        "health_fails": fails,
+    }

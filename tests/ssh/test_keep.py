@@ -75,9 +75,11 @@ def deploy_watched(
 
 def wait_ready_after(workdir: Path, old: str, timeout_s: float) -> dict[str, Any]:
     return wait_until(
-        lambda: current_id(workdir) != old
-        and watch_json(workdir).get("state") == "watching"
-        and watch_json(workdir),
+        lambda: (
+            current_id(workdir) != old
+            and watch_json(workdir).get("state") == "watching"
+            and watch_json(workdir)
+        ),
         timeout_s,
         "the restarted run to be ready",
     )
@@ -125,9 +127,63 @@ def test_fab_stop_leaves_nothing_to_come_back(
         assert result.returncode == 0, result.stdout + result.stderr
         assert not alive(pid) and not alive(server)
         runs = sorted(p.name for p in (workdir / "runs").iterdir())
-        time.sleep(3)  # nothing may come back: a restart would have made a run by now  # noqa
+        time.sleep(3)  # nothing may come back: a restart would have made a run by now
         assert sorted(p.name for p in (workdir / "runs").iterdir()) == runs
         assert not alive(int((workdir / "current" / "pid").read_text()))
         assert watch_json(workdir).get("state") == "ended"
+    finally:
+        stop_runs(inv)
+
+
+def test_a_deterministic_failure_after_a_transient_one_is_not_restarted(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
+) -> None:
+    workdir, inv, _ = deploy_watched(
+        sshd, tmp_path, write_inventory, restart={"on": "failure", "max": 2, "backoff_s": 0.5}
+    )
+    try:
+        (workdir / FAULT_FILE).write_text("oom_load\n")  # the next launch no longer fits
+        first = kill_server(workdir)
+        view = wait_until(
+            lambda: (
+                current_id(workdir) != first
+                and watch_json(workdir).get("state") == "not-restarted"
+                and watch_json(workdir)
+            ),
+            90,
+            "the watch to refuse the deterministic failure",
+        )
+        assert view["death"]["reason"] == "oom"
+        assert not view["death"]["restart"]
+        assert "deterministic" in view["message"]
+        wait_until(lambda: not alive(watch_pid(workdir)), 20, "the watch to exit")
+        assert len(list((workdir / "runs").iterdir())) == 2  # one restart, then no more
+        history = fab("history", "--host", "n", "--inventory", str(inv))
+        assert "deterministic" in history.stdout, history.stdout
+    finally:
+        stop_runs(inv)
+
+
+def test_three_deaths_in_a_row_stop_the_watch_with_a_message(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
+) -> None:
+    workdir, inv, _ = deploy_watched(
+        sshd, tmp_path, write_inventory, restart={"on": "failure", "max": 2, "backoff_s": 0.2}
+    )
+    try:
+        (workdir / FAULT_FILE).write_text("crash_after_ready\n")  # every new run crashes
+        kill_server(workdir)
+        view = wait_until(
+            lambda: watch_json(workdir).get("state") == "gave-up" and watch_json(workdir),
+            120,
+            "the watch to give up",
+        )
+        assert "gave up after 2 failed restart(s) in a row" in view["message"]
+        assert view["restarts"][0]["reason"] == "killed"
+        assert len(view["restarts"]) == 2
+        assert len(list((workdir / "runs").iterdir())) == 3
+        wait_until(lambda: not alive(watch_pid(workdir)), 20, "the watch to exit")
+        status = fab("status", "--host", "n", "--inventory", str(inv))
+        assert "gave up" in status.stdout, status.stdout
     finally:
         stop_runs(inv)

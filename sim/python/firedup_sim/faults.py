@@ -14,8 +14,11 @@ KNOWN = frozenset(
         "warmup_fail",
         "slow_capture",
         "crash_after_ready",
+        "worker_exit_after_ready",
+        "hang_after_ready",
     }
 )
+AFTER_READY_S = 2.0  # nominal seconds from ready to a post-ready fault
 
 
 def active() -> frozenset[str]:

@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+from firedup_sim import clock, faults
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
 from sglang.srt.environ import envs
@@ -29,6 +30,15 @@ class GlobalState:
         self.lock = threading.Lock()
         self.status = "Starting"
         self.model_info: dict[str, Any] = {}
+        self.hung = threading.Event()  # the hang_after_ready fault: no request is answered
+
+    def up(self) -> None:
+        """Ready; with hang_after_ready, every request blocks from a moment later on (a
+        deadlocked scheduler: the process lives, the port stays open, nothing answers)."""
+        self.status = "Up"
+        if faults.has("hang_after_ready"):
+            delay = clock.scaled(faults.AFTER_READY_S)
+            threading.Timer(delay, self.hung.set).start()
 
     def submit(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         with self.lock:
@@ -56,6 +66,8 @@ class SglangHandler(AccessLoggedHandler):
         state = STATE
         assert state is not None
         handler = ROUTES.get((method, path))
+        if state.hung.is_set():
+            threading.Event().wait()  # never answers; the client times out
         if handler is None:
             self.reply_json(404, {"detail": "Not Found"})
             return
