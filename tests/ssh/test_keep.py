@@ -187,3 +187,87 @@ def test_three_deaths_in_a_row_stop_the_watch_with_a_message(
         assert "gave up" in status.stdout, status.stdout
     finally:
         stop_runs(inv)
+
+
+class Receiver:
+    """A webhook receiver on loopback: the JSON bodies it was posted, in order."""
+
+    def __init__(self) -> None:
+        import http.server
+        import threading
+
+        self.bodies: list[dict[str, Any]] = []
+        self.raw: list[bytes] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.raw.append(data)
+                outer.bodies.append(json.loads(data))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *_args: object) -> None:
+                return None
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}{path}"
+
+    def events(self) -> list[str]:
+        return [b["event"] for b in self.bodies]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_webhook_gets_ready_restarted_and_gave_up_with_no_secret(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path], monkeypatch: Any
+) -> None:
+    secret = "hf_watchsecret_4b1d7e"  # the deployment's token, in the server's env
+    hook_token = "T0KEN-in-the-hook-url"  # a Slack webhook's URL is a secret itself
+    monkeypatch.setenv("H25_HF_TOKEN", secret)
+    receiver = Receiver()
+    try:
+        workdir, inv, _ = deploy_watched(
+            sshd,
+            tmp_path,
+            write_inventory,
+            restart={"on": "failure", "max": 1, "backoff_s": 0.2},
+            notify={"webhook": receiver.url(f"/hooks/{hook_token}")},
+            secrets={"HF_TOKEN": {"env": "H25_HF_TOKEN"}},
+        )
+        wait_until(lambda: "ready" in receiver.events(), 30, "the ready event")
+        # The engine's last words carry the token (an env dump, a URL in a traceback). Written
+        # while it is stopped, so its own next write (at its offset) cannot overwrite them.
+        os.killpg(int((workdir / "current" / "pid").read_text()), signal.SIGSTOP)
+        with open(workdir / "current" / "server.log", "a") as log:
+            log.write(
+                "Traceback (most recent call last):\n  File \"comm.py\", line 9, in <module>\n"
+                f"RuntimeError: NCCL error: unhandled system error (HF_TOKEN={secret})\n"
+            )
+        first = kill_server(workdir)
+        wait_ready_after(workdir, first, 60)
+        kill_server(workdir)
+        wait_until(lambda: "gave-up" in receiver.events(), 60, "the gave-up event")
+        events = receiver.events()
+        assert {"ready", "failed", "restarted", "gave-up"} <= set(events), events
+        assert events.count("ready") == 2  # the deploy's run, then the restarted one
+        for body in receiver.bodies:
+            assert body["text"].startswith("firedup n (d): ")  # Slack shows `text`
+            assert body["host"] == "n" and body["deployment"] == "d"
+        failed = next(b for b in receiver.bodies if b["event"] == "failed")
+        assert failed["reason"] == "nccl" and failed["hint"]
+        assert "***" in failed["excerpt"]  # the line was sent, the token was not
+        for raw in receiver.raw:
+            assert secret.encode() not in raw and hook_token.encode() not in raw
+        assert secret not in (workdir / "watch" / "watch.log").read_text()
+        assert not (workdir / "watch" / "secrets.env").exists()  # read once, into memory
+    finally:
+        receiver.close()
+        stop_runs(inv)
