@@ -6,6 +6,7 @@ restarts a deterministic one, gives up after `max`, and `fab stop` leaves nothin
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import signal
@@ -16,7 +17,15 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import Sshd, fab, sim_deployment, ssh_host, stop_runs, wait_until
+from tests.conftest import (
+    Sshd,
+    fab,
+    session_members,
+    sim_deployment,
+    ssh_host,
+    stop_runs,
+    wait_until,
+)
 
 pytestmark = pytest.mark.ssh
 FAULT_FILE = "sim-faults"  # the sim reads faults from this file at each launch (the world changed)
@@ -59,12 +68,16 @@ def kill_server(workdir: Path) -> str:
 
 
 def deploy_watched(
-    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path], **watch: Any
+    sshd: Sshd,
+    tmp_path: Path,
+    write_inventory: Callable[..., Path],
+    python: str | None = None,
+    **watch: Any,
 ) -> tuple[Path, Path, float]:
     workdir = tmp_path / "node"
-    host = ssh_host(sshd, workdir, "d")
+    host = ssh_host(sshd, workdir, "d", **({"python": python} if python else {}))
     host["env"] = {**host["env"], "FIREDUP_SIM_FAULT_FILE": str(workdir / FAULT_FILE)}
-    deployment = sim_deployment(watch={"every_s": 0.5, "health_fails": 2}, **watch)
+    deployment = sim_deployment(**{"watch": {"every_s": 0.5, "health_fails": 2}, **watch})
     inv = write_inventory({"n": host}, {"d": deployment})
     began = time.monotonic()
     result = fab("deploy", "--host", "n", "--inventory", str(inv))
@@ -113,15 +126,26 @@ def test_a_killed_server_is_running_again_in_a_new_run(
         stop_runs(inv)
 
 
+PY38 = sorted(glob.glob("/root/.pyenv/versions/3.8.*/bin/python3.8"))
+
+
 def test_fab_stop_leaves_nothing_to_come_back(
     sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
 ) -> None:
+    """On the oldest python the watch supports (a GPU image's), when this machine has one."""
     workdir, inv, _ = deploy_watched(
-        sshd, tmp_path, write_inventory, restart={"on": "failure", "max": 3, "backoff_s": 0}
+        sshd,
+        tmp_path,
+        write_inventory,
+        python=PY38[0] if PY38 else None,
+        restart={"on": "failure", "max": 3, "backoff_s": 0},
     )
     try:
         pid = watch_pid(workdir)
         assert alive(pid)
+        wait_until(lambda: watch_json(workdir).get("state") == "watching", 30, "the watch")
+        if PY38:
+            assert Path(f"/proc/{pid}/exe").resolve().name.startswith("python3.8")
         server = int((workdir / "current" / "pid").read_text())
         result = fab("stop", "--host", "n", "--inventory", str(inv))
         assert result.returncode == 0, result.stdout + result.stderr
@@ -248,7 +272,7 @@ def test_a_webhook_gets_ready_restarted_and_gave_up_with_no_secret(
         os.killpg(int((workdir / "current" / "pid").read_text()), signal.SIGSTOP)
         with open(workdir / "current" / "server.log", "a") as log:
             log.write(
-                "Traceback (most recent call last):\n  File \"comm.py\", line 9, in <module>\n"
+                'Traceback (most recent call last):\n  File "comm.py", line 9, in <module>\n'
                 f"RuntimeError: NCCL error: unhandled system error (HF_TOKEN={secret})\n"
             )
         first = kill_server(workdir)
@@ -271,3 +295,54 @@ def test_a_webhook_gets_ready_restarted_and_gave_up_with_no_secret(
     finally:
         receiver.close()
         stop_runs(inv)
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("worker_exit_after_ready", "worker_died"),  # /health stays 200: vllm#16259
+        ("hang_after_ready", "hang"),  # alive, the port open, nothing answers
+    ],
+)
+def test_a_live_but_broken_server_is_restarted_by_what_the_watch_saw(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path], fault: str, reason: str
+) -> None:
+    workdir, inv, _ = deploy_watched(
+        sshd,
+        tmp_path,
+        write_inventory,
+        restart={"on": "failure", "max": 1, "backoff_s": 0},
+        tp=2,
+        watch={"every_s": 0.5, "health_fails": 2, "health_timeout_s": 1},
+    )
+    try:
+        first = current_id(workdir)
+        pid = int((workdir / "current" / "pid").read_text())
+        (workdir / FAULT_FILE).write_text(fault + "\n")
+        # The fault comes with the next launch; this run gets it by hand, the same way.
+        if fault == "worker_exit_after_ready":
+            workers = sorted(p for p in _session(pid) if p != pid)
+            os.kill(workers[-1], signal.SIGKILL)
+        else:
+            os.killpg(pid, signal.SIGSTOP)  # a hang: nothing runs, nothing answers
+        view = wait_until(
+            lambda: current_id(workdir) != first and watch_json(workdir).get("restarts") and
+            watch_json(workdir),
+            60,
+            "the restart",
+        )  # fmt: skip
+        assert view["restarts"][0]["reason"] == reason
+        assert not alive(pid)  # the broken run was stopped before the new one started
+        # The new run meets the same fault by itself and gives up (max 1) for the same reason.
+        final = wait_until(
+            lambda: watch_json(workdir).get("state") == "gave-up" and watch_json(workdir),
+            90,
+            "the watch to give up",
+        )
+        assert final["death"]["reason"] == reason, final
+    finally:
+        stop_runs(inv)
+
+
+def _session(sid: int) -> list[int]:
+    return session_members(sid)
