@@ -15,9 +15,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.conftest import (
+    REPO,
     Sshd,
     fab,
     session_members,
@@ -28,6 +30,7 @@ from tests.conftest import (
 )
 
 pytestmark = pytest.mark.ssh
+SCHEMA = json.loads((REPO / "docs" / "status.schema.json").read_text())
 FAULT_FILE = "sim-faults"  # the sim reads faults from this file at each launch (the world changed)
 
 
@@ -122,6 +125,14 @@ def test_a_killed_server_is_running_again_in_a_new_run(
         assert history.returncode == 0, history.stderr
         restart_lines = [ln for ln in history.stdout.splitlines() if "restart" in ln]
         assert any(new in ln and "killed" in ln for ln in restart_lines), history.stdout
+        status = fab("status", "--host", "n", "--inventory", str(inv), "--json")
+        data = json.loads(status.stdout)
+        jsonschema.validate(data, SCHEMA)
+        watch = data["hosts"][0]["watch"]
+        assert watch["on"] and watch["state"] == "watching"
+        assert [r["reason"] for r in watch["restarts"]] == ["killed"]
+        text = fab("status", "--host", "n", "--inventory", str(inv)).stdout
+        assert "watch on (watching, checked" in text and "1 restart(s): killed" in text
     finally:
         stop_runs(inv)
 
@@ -149,12 +160,13 @@ def test_fab_stop_leaves_nothing_to_come_back(
         server = int((workdir / "current" / "pid").read_text())
         result = fab("stop", "--host", "n", "--inventory", str(inv))
         assert result.returncode == 0, result.stdout + result.stderr
-        assert not alive(pid) and not alive(server)
-        runs = sorted(p.name for p in (workdir / "runs").iterdir())
-        time.sleep(3)  # nothing may come back: a restart would have made a run by now
-        assert sorted(p.name for p in (workdir / "runs").iterdir()) == runs
-        assert not alive(int((workdir / "current" / "pid").read_text()))
+        # Nothing is left that could bring it back: no watch, no process of the run's session,
+        # no other run started, and the watch said why it ended.
+        assert not alive(pid) and not alive(server) and session_members(server) == []
+        assert len(list((workdir / "runs").iterdir())) == 1
+        assert not (workdir / "watch" / "identity").exists()
         assert watch_json(workdir).get("state") == "ended"
+        assert "ended the watch" in result.stdout + result.stderr
     finally:
         stop_runs(inv)
 
