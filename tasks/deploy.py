@@ -22,7 +22,6 @@ from firedup.ops.deploy import (
     start_recorded,
     wait_options,
 )
-from firedup.ops.history import Action
 from firedup.ops.multinode import Rank, wait_recorded
 from firedup.ops.results import HostResults
 from firedup.readiness.report import table
@@ -291,47 +290,6 @@ def deploy(
             Output(follow, json, plain),
             _deploy_one(how, *knobs),
             max_parallel,
-        )
-
-
-@task(
-    help={
-        "host": HOSTS_HELP,
-        "inventory": INVENTORY_HELP,
-        "timeout": TIMEOUT_HELP,
-        "poll": POLL_HELP,
-        "follow": FOLLOW_HELP,
-        "json": JSON_HELP,
-        "plain": PLAIN_HELP,
-        "force-unlock": UNLOCK_HELP,
-        "force": FORCE_HELP,
-    }
-)
-def restart(
-    c: Context,
-    host: str | None = None,
-    inventory: str | None = None,
-    timeout: str | None = None,
-    poll: str | None = None,
-    follow: bool = False,
-    json: bool = False,
-    plain: bool = False,
-    force_unlock: bool = False,
-    force: bool = False,
-) -> None:
-    """Stop the running server and deploy it again (preflight, patches, start, wait)."""
-    with reporting():
-        knobs = _knobs(timeout, poll)
-        selector = require_host("restart", host)
-        how = DeployOptions(
-            restart=True, force=force, force_unlock=force_unlock, action=Action.RESTART
-        )
-        _run_fleet(
-            c,
-            get_inventory(c, inventory),
-            selector,
-            Output(follow, json, plain),
-            _deploy_one(how, *knobs),
         )
 
 
