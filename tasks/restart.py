@@ -10,13 +10,14 @@ from collections.abc import Callable
 from invoke.context import Context
 
 from firedup.config.inventory import Inventory
-from firedup.errors import DeployError, StartError, UsageError
+from firedup.config.secrets import mask
+from firedup.errors import StartError, UsageError
 from firedup.launch.runs import current_run
 from firedup.ops.deploy import DeployOptions, is_alive
 from firedup.ops.handoff import handoff_of, serving_beside, worker_url
 from firedup.ops.history import Action
 from firedup.ops.results import HostResults
-from firedup.ops.rolling import RollOutcome, Step, roll
+from firedup.ops.rolling import RollOutcome, roll
 from firedup.readiness.report import table
 from firedup.readiness.watch import WaitStatus
 
@@ -173,15 +174,21 @@ def _roll(
 
 
 def _report(outcome: RollOutcome, quiet: bool) -> None:
-    rows = [[unit, step.value.upper(), detail] for unit, (step, detail) in outcome.steps.items()]
+    rows = [
+        [unit, step.value.upper(), (detail.splitlines() or [""])[0]]
+        for unit, (step, detail) in outcome.steps.items()
+    ]
     if not quiet:
         say(table(["HOST", "ROLL", "DETAIL"], rows))
     if outcome.ok:
         return
-    failed = [u for u, (step, _d) in outcome.steps.items() if step is Step.FAILED]
-    error = StartError if not failed else DeployError
-    print(f"firedup: rolling restart stopped: {outcome.stopped}", file=sys.stderr)
-    raise error(
+    for error in outcome.failures.values():  # the whole error: the failed check, the proof
+        print(mask(f"firedup: {error}"), file=sys.stderr)
+    first = next(iter(outcome.failures.values()), None)
+    stopped = StartError(  # the first failure's exit code; 7 when no worker was tried
         f"rolling restart stopped: {outcome.stopped}",
         hint="the workers not restarted keep serving; `fab status` shows each",
     )
+    if first is not None:
+        stopped.exit_code = first.exit_code
+    raise stopped

@@ -23,8 +23,9 @@ class Step(StrEnum):
 
 @dataclass(frozen=True)
 class RollOutcome:
-    steps: dict[str, tuple[Step, str]] = field(default_factory=dict)
+    steps: dict[str, tuple[Step, str]] = field(default_factory=dict)  # a failure's whole text
     stopped: str = ""  # why the roll stopped early ("" when every worker was restarted)
+    failures: dict[str, DeployError] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -48,6 +49,7 @@ def roll(
     """Restart `units` batch by batch. Before each batch, `serving_outside(batch)` must find
     at least one worker serving outside it; a batch with a failed worker ends the roll."""
     steps: dict[str, tuple[Step, str]] = {}
+    failures: dict[str, DeployError] = {}
     stopped = ""
     for batch in batches(units, size):
         if stopped:
@@ -66,9 +68,9 @@ def roll(
             continue
         for unit, result in restart(batch).items():
             if isinstance(result, DeployError):
-                first = str(result).splitlines()[0]
-                steps[unit] = (Step.FAILED, first)
-                stopped = stopped or f"{unit} failed: {first}"
+                steps[unit] = (Step.FAILED, str(result))
+                failures[unit] = result
+                stopped = stopped or f"{unit} failed: {str(result).splitlines()[0]}"
             else:
                 steps[unit] = (Step.RESTARTED, "")
-    return RollOutcome(steps, stopped)
+    return RollOutcome(steps, stopped, failures)
