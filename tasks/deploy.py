@@ -381,7 +381,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
-            return wait_recorded(ranks, runs, options, _hooks(view))
+            return wait_recorded(ranks, runs, options, _hooks(view), view.message)
         finally:
             _close(ranks)
 

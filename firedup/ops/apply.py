@@ -15,7 +15,7 @@ from contextlib import ExitStack
 from dataclasses import replace
 
 from firedup.errors import DeployError, TransientConnectError
-from firedup.launch.runs import RunMeta, current_run, is_alive
+from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
 from firedup.node.lock import HeldLock, mark_waiting, node_lock
 from firedup.ops.deploy import (
@@ -28,7 +28,7 @@ from firedup.ops.deploy import (
     start_plan,
     stopped_during_wait,
 )
-from firedup.ops.handoff import handoff_of, join, leave
+from firedup.ops.handoff import handoff_of, join, leave_before_restart
 from firedup.ops.history import Outcome, outcome_of
 from firedup.ops.multinode import LOCK_RETAKEN, Rank, wait_multinode
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions
@@ -103,7 +103,10 @@ def deploy_ranks(
             # take it back (or learn who took the node) before anything is started.
             if lock.refresh():
                 say(rank)(LOCK_RETAKEN)
-        _leave_before_restart(ranks[0], how, say(ranks[0]))
+        if how.restart:
+            leave_before_restart(
+                ranks[0].node, ranks[0].plan.host, ranks[0].plan.deployment, say(ranks[0])
+            )
         for rank in ranks:
             on_launching(rank.plan.host.name)
         runs = [
@@ -124,17 +127,6 @@ def deploy_ranks(
         status = _wait_and_record(ranks, locks, runs, options, hooks, how, say)
         _join_when_ready(ranks[0], say(ranks[0]))
         return status
-
-
-def _leave_before_restart(rank0: Rank, how: DeployOptions, say: Progress) -> None:
-    """A restart takes the worker out of its router (and drains it) before its server stops;
-    a router that cannot be told stops the restart here, before anything was stopped."""
-    handoff = handoff_of(rank0.node, rank0.plan.host, rank0.plan.deployment)
-    if handoff is None or not how.restart:
-        return
-    current = current_run(rank0.node, rank0.plan.host)
-    if current is not None and is_alive(rank0.node, current):
-        leave(handoff, say)
 
 
 def _join_when_ready(rank0: Rank, say: Progress) -> None:

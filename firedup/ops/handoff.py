@@ -11,6 +11,7 @@ from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.config.router import RouterSpec
 from firedup.errors import RouterError
+from firedup.launch.runs import current_run, is_alive
 from firedup.node.base import Node
 from firedup.router.base import Router, listed
 from firedup.router.drain import Drained, drain, read_in_flight
@@ -103,6 +104,19 @@ def leave(handoff: Handoff, on_progress: Progress) -> Drained:
     )
     on_progress(f"router: {drained.text()}")
     return drained
+
+
+def leave_before_restart(
+    node: Node, host: HostSpec, deployment: Deployment, on_progress: Progress
+) -> None:
+    """A restart takes a serving worker out of its router (and drains it) before its server
+    stops; a router that cannot be told stops the restart here, before anything stopped."""
+    handoff = handoff_of(node, host, deployment)
+    if handoff is None:
+        return
+    current = current_run(node, host)
+    if current is not None and is_alive(node, current):
+        leave(handoff, on_progress)
 
 
 def serving_beside(router: Router, urls: set[str]) -> int:

@@ -193,3 +193,16 @@ def _port(inv: Path, name: str) -> int:
     import yaml
 
     return int(yaml.safe_load(inv.read_text())["deployments"][name]["port"])
+
+
+def test_start_then_wait_hands_the_worker_over_only_once_wait_saw_it_ready(
+    fleet: Callable[[list[str]], Path], real_router: RealRouter
+) -> None:
+    inv = fleet(["solo"])
+    started = fab("start", "--host", "solo", "--inventory", str(inv))
+    assert started.returncode == 0, started.stderr
+    assert real_router.workers() == {}  # started is not ready: the router is not told
+    waited = fab("wait", "--host", "solo", "--inventory", str(inv), "--plain")
+    assert waited.returncode == 0, waited.stderr
+    assert "router: joined" in waited.stderr
+    assert list(real_router.workers().values()) == [True]
