@@ -22,7 +22,6 @@ from firedup.ops.deploy import (
     start_recorded,
     wait_options,
 )
-from firedup.ops.history import Action
 from firedup.ops.multinode import Rank, wait_recorded
 from firedup.ops.results import HostResults
 from firedup.readiness.report import table
@@ -298,47 +297,6 @@ def deploy(
     help={
         "host": HOSTS_HELP,
         "inventory": INVENTORY_HELP,
-        "timeout": TIMEOUT_HELP,
-        "poll": POLL_HELP,
-        "follow": FOLLOW_HELP,
-        "json": JSON_HELP,
-        "plain": PLAIN_HELP,
-        "force-unlock": UNLOCK_HELP,
-        "force": FORCE_HELP,
-    }
-)
-def restart(
-    c: Context,
-    host: str | None = None,
-    inventory: str | None = None,
-    timeout: str | None = None,
-    poll: str | None = None,
-    follow: bool = False,
-    json: bool = False,
-    plain: bool = False,
-    force_unlock: bool = False,
-    force: bool = False,
-) -> None:
-    """Stop the running server and deploy it again (preflight, patches, start, wait)."""
-    with reporting():
-        knobs = _knobs(timeout, poll)
-        selector = require_host("restart", host)
-        how = DeployOptions(
-            restart=True, force=force, force_unlock=force_unlock, action=Action.RESTART
-        )
-        _run_fleet(
-            c,
-            get_inventory(c, inventory),
-            selector,
-            Output(follow, json, plain),
-            _deploy_one(how, *knobs),
-        )
-
-
-@task(
-    help={
-        "host": HOSTS_HELP,
-        "inventory": INVENTORY_HELP,
         "engine-version": "render for this engine release (default: the deployment's "
         "engine_version, else the newest release firedup checked)",
     }
@@ -423,7 +381,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
-            return wait_recorded(ranks, runs, options, _hooks(view))
+            return wait_recorded(ranks, runs, options, _hooks(view), view.message)
         finally:
             _close(ranks)
 
