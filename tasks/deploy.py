@@ -161,28 +161,48 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
     return units
 
 
+class Fleet:
+    """The selected units on one board: `run(keys)` deploys those units in parallel, each on
+    its row (a rolling restart calls it batch by batch). Ctrl-C ends the command, never a
+    server; the board is closed however it ends."""
+
+    def __init__(self, c: Context, inv: Inventory, selector: str, output: Output, work: Work):
+        self.c, self.inv, self.work = c, inv, work
+        self.units = {",".join(unit): unit for unit in units_of(inv, selector)}
+        self.mode = output.mode()
+        self.board = Board(list(self.units), follow=output.follow, mode=self.mode)
+        self.started = Launches()
+
+    def run(self, keys: list[str]) -> HostResults[WaitStatus]:
+        return per_host(
+            keys,
+            lambda key: self.board.watch(
+                key,
+                lambda: self.work(
+                    self.c, self.inv, self.units[key], self.board.view(key), self.started
+                ),
+            ),
+        )
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if isinstance(exc, KeyboardInterrupt):
+            error = _interrupted(self.started, ",".join(self.units))
+            self.board.interrupted(error)
+            self.board.close()
+            raise error from None
+        self.board.close()
+
+
 def _run_fleet(
     c: Context, inv: Inventory, selector: str, output: Output, work: Work, max_parallel: int = 0
 ) -> None:
     limit_connecting(c, max_parallel)
-    units = {",".join(unit): unit for unit in units_of(inv, selector)}
-    mode = output.mode()
-    board = Board(list(units), follow=output.follow, mode=mode)
-    started = Launches()
-    try:
-        results = per_host(
-            list(units),
-            lambda key: board.watch(
-                key, lambda: work(c, inv, units[key], board.view(key), started)
-            ),
-        )
-    except KeyboardInterrupt:
-        error = _interrupted(started, ",".join(units))
-        board.interrupted(error)
-        raise error from None
-    finally:
-        board.close()
-    _finish(results, quiet=mode is Mode.JSON)
+    with Fleet(c, inv, selector, output, work) as fleet:
+        results = fleet.run(list(fleet.units))
+    _finish(results, quiet=fleet.mode is Mode.JSON)
 
 
 def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:

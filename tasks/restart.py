@@ -16,16 +16,13 @@ from firedup.launch.runs import current_run
 from firedup.ops.deploy import DeployOptions, is_alive
 from firedup.ops.handoff import handoff_of, serving_beside, worker_url
 from firedup.ops.history import Action
-from firedup.ops.results import HostResults
 from firedup.ops.rolling import RollOutcome, roll
 from firedup.readiness.report import table
-from firedup.readiness.watch import WaitStatus
 
 from .common import (
     INVENTORY_HELP,
     connected,
     get_inventory,
-    per_host,
     reporting,
     require_host,
     say,
@@ -41,14 +38,12 @@ from .deploy import (
     POLL_HELP,
     TIMEOUT_HELP,
     UNLOCK_HELP,
-    Launches,
+    Fleet,
     _deploy_one,
-    _interrupted,
     _knobs,
     _run_fleet,
-    units_of,
 )
-from .progress import Board, Output
+from .progress import Output
 
 
 @task(
@@ -142,34 +137,14 @@ def _roll(
     knobs: tuple[int, float],
     size: int,
 ) -> None:
-    units = {",".join(unit): unit for unit in units_of(inv, selector)}
-    mode = output.mode()
-    board = Board(list(units), follow=output.follow, mode=mode)
-    started = Launches()
-    work = _deploy_one(how, *knobs)
-
-    def restart_batch(batch: list[str]) -> HostResults[WaitStatus]:
-        return per_host(
-            batch,
-            lambda key: board.watch(
-                key, lambda: work(c, inv, units[key], board.view(key), started)
-            ),
-        )
-
-    try:
+    with Fleet(c, inv, selector, output, _deploy_one(how, *knobs)) as fleet:
         outcome = roll(
-            list(units),
+            list(fleet.units),
             size,
-            serving_outside=_serving_outside(c, inv, units),
-            restart=restart_batch,
-            on_skip=lambda unit, why: board.message(unit, f"not restarted: {why}"),
+            serving_outside=_serving_outside(c, inv, fleet.units),
+            restart=fleet.run,
+            on_skip=lambda unit, why: fleet.board.message(unit, f"not restarted: {why}"),
         )
-    except KeyboardInterrupt:
-        error = _interrupted(started, ",".join(units))
-        board.interrupted(error)
-        raise error from None
-    finally:
-        board.close()
     _report(outcome, quiet=output.json)
 
 
