@@ -89,6 +89,10 @@ def deploy_watched(
     return workdir, inv, time.monotonic() - began
 
 
+def _generated(view: dict[str, Any]) -> dict[str, Any] | None:
+    return view if (view.get("checks") or {}).get("generate") else None
+
+
 def wait_ready_after(workdir: Path, old: str, timeout_s: float) -> dict[str, Any]:
     return wait_until(
         lambda: (
@@ -106,10 +110,18 @@ def test_a_killed_server_is_running_again_in_a_new_run(
 ) -> None:
     backoff = 2.0
     workdir, inv, startup = deploy_watched(
-        sshd, tmp_path, write_inventory, restart={"on": "failure", "max": 2, "backoff_s": backoff}
+        sshd,
+        tmp_path,
+        write_inventory,
+        restart={"on": "failure", "max": 2, "backoff_s": backoff},
+        watch={"every_s": 0.5, "health_fails": 2, "generate_every_min": 0.01},
     )
     try:
-        wait_until(lambda: watch_json(workdir).get("state") == "watching", 30, "the watch")
+        view = wait_until(
+            lambda: _generated(watch_json(workdir)), 30, "the watch's real generation"
+        )
+        assert view["state"] == "watching" and view["checks"]["generate"]["ok"], view
+        assert view["checks"]["port"] and view["checks"]["health"] == 200
         first = kill_server(workdir)
         killed_at = time.monotonic()
         view = wait_ready_after(workdir, first, backoff + 0.5 + 2 * startup + 10)
@@ -358,3 +370,27 @@ def test_a_live_but_broken_server_is_restarted_by_what_the_watch_saw(
 
 def _session(sid: int) -> list[int]:
     return session_members(sid)
+
+
+def test_a_deploy_during_the_backoff_ends_the_watch_and_wins(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
+) -> None:
+    """The server died, the watch waits out its backoff; the operator deploys meanwhile: the
+    deploy ends that watch first (nothing restarts behind its back) and starts its own."""
+    workdir, inv, _ = deploy_watched(
+        sshd, tmp_path, write_inventory, restart={"on": "failure", "max": 2, "backoff_s": 600}
+    )
+    try:
+        old_watch = watch_pid(workdir)
+        kill_server(workdir)
+        wait_until(lambda: watch_json(workdir).get("state") == "backoff", 30, "the backoff")
+        result = fab("deploy", "--host", "n", "--inventory", str(inv))
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "ended the slot's watch" in result.stdout + result.stderr
+        assert not alive(old_watch)
+        assert watch_pid(workdir) != old_watch and alive(watch_pid(workdir))
+        assert len(list((workdir / "runs").iterdir())) == 2  # the dead one and the deploy's
+        wait_until(lambda: watch_json(workdir).get("state") == "watching", 30, "the new watch")
+        assert watch_json(workdir)["restarts"] == []
+    finally:
+        stop_runs(inv)
