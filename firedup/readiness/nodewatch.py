@@ -34,6 +34,7 @@ from firedup.readiness.nodewatch_run import Run, hint
 
 STARTING_EVERY_S = 1.0  # how often a restarted run is looked at until it is ready
 MAX_RESTARTS_KEPT = 20
+GENERATE_TIMEOUT_S = 20.0  # one token; a TERM waits for it (watch_end.sh allows 30 s)
 LOST_CHECKS = 2  # a worker gone at this many checks in a row is dead, not a blink
 Found = tuple  # (reason, detail): a death, or a live server's problem
 
@@ -68,7 +69,7 @@ class Watch:
             self.state, self.message = "ended", "the watch was ended (fab stop or a deploy)"
             self.write_state()
         self.out.log(self.message)
-        self.out.close()
+        self.out.close(ended=self.state == "ended")
         return 0
 
     # -- looking --------------------------------------------------------------------------
@@ -159,7 +160,7 @@ class Watch:
             return
         run.gen_at = time.monotonic()
         base, model = str(self.cfg.get("base_url")), str(self.cfg.get("model") or "")
-        ok, ms, why = checks.generate(base, model, 60.0)
+        ok, ms, why = checks.generate(base, model, GENERATE_TIMEOUT_S)
         run.gen_fails = 0 if ok else run.gen_fails + 1
         run.checks["generate"] = {"at": time.time(), "ok": ok, "ms": round(ms), "error": why}
 

@@ -26,6 +26,7 @@ MASK = "***"
 POST_TRIES = 3
 POST_TIMEOUT_S = 5.0
 FLUSH_S = 15.0  # at exit, how long pending events may still take
+ENDED_FLUSH_S = 3.0  # when ended by `fab stop`: it waits for this exit
 
 
 def who() -> str:
@@ -206,8 +207,8 @@ class Notifier:
                 )
             time.sleep(2**attempt)
 
-    def close(self) -> None:
-        """Let what is queued go out (bounded), then stop the thread."""
+    def close(self, flush_s: float = FLUSH_S) -> None:
+        """Let what is queued go out (within `flush_s`), then stop the thread."""
         if self.url:
             self.queue.put(None)
-            self.thread.join(FLUSH_S)
+            self.thread.join(flush_s)

@@ -65,5 +65,5 @@ class Reporter:
             **extra,
         )
 
-    def close(self) -> None:
-        self.notifier.close()
+    def close(self, ended: bool) -> None:
+        self.notifier.close(act.ENDED_FLUSH_S if ended else act.FLUSH_S)
