@@ -342,6 +342,8 @@ def test_a_live_but_broken_server_is_restarted_by_what_the_watch_saw(
     try:
         first = current_id(workdir)
         pid = int((workdir / "current" / "pid").read_text())
+        # The watch knows the run's processes from its first check on: the fault comes after.
+        wait_until(lambda: (watch_json(workdir).get("checks") or {}).get("procs"), 30, "a check")
         (workdir / FAULT_FILE).write_text(fault + "\n")
         # The fault comes with the next launch; this run gets it by hand, the same way.
         if fault == "worker_exit_after_ready":
