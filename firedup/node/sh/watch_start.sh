@@ -5,7 +5,8 @@
 # (and secrets.env, 0600, which the watch reads once and removes) in WORKDIR/watch/ and the
 # shipped code in CODE_FILE. Its identity (pid, start time, session) goes to watch/identity;
 # watch_end.sh signals nothing that does not match it. The argv marker `firedup-watch WORKDIR`
-# says what the process is to anyone reading ps.
+# says what the process is to anyone reading ps. `-I`: the node's PYTHON* variables and user site
+# cannot put anything in front of the stdlib the watch imports.
 set -euo pipefail
 workdir=$1
 python=$2
@@ -14,7 +15,7 @@ code=$4
 home="$workdir/watch"
 umask 077
 cd "$home"
-(exec setsid nohup "$python" -c "$boot" "$code" firedup-watch "$workdir" >> watch.log 2>&1 < /dev/null) &
+(exec setsid nohup "$python" -I -c "$boot" "$code" firedup-watch "$workdir" >> watch.log 2>&1 < /dev/null) &
 pid=$!
 stat=$(cat "/proc/$pid/stat")
 read -r -a fields <<< "${stat##*) }"
