@@ -209,6 +209,7 @@ def logs(
             if not follow:
                 _write(tail_log(node, meta, count), raw)
                 return
+            tail_log(node, meta, 0)  # refuses a log that is not a regular file
             # Until the server exits (0), or Ctrl-C (130, as docs/exit-codes.md says).
             for chunk in node.stream(follow_argv(meta, count), timeout_s=1.0):
                 _write(chunk, raw)
