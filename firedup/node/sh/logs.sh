@@ -4,7 +4,6 @@
 # At most the last MAXBYTES, for at most 10 s (killed past that). `follow` (`fab logs
 # --follow`): the tail, then what is appended, until PID exits; `-f` follows the file opened
 # here, so a log replaced by a device later is never read.
-set -o pipefail
 log=$1/server.log
 if [ ! -f "$log" ]; then
   if [ -e "$log" ]; then
@@ -20,3 +19,9 @@ if [ "${4:-}" = follow ]; then
   exec tail -n "$2" -f -s 0.5 "${until_pid[@]}" -- "$log"
 fi
 timeout -s KILL 10 tail -c "$3" -- "$log" | tail -n "$2"
+status=("${PIPESTATUS[@]}")
+case ${status[0]} in
+  0 | 141) exit "${status[1]}" ;; # 141: the line count was reached before the bytes ended
+  137) printf '%s: still reading after 10 s: stopped\n' "$log" >&2; exit 124 ;;
+  *) exit "${status[0]}" ;;
+esac
