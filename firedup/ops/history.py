@@ -11,6 +11,7 @@ failed one. Format: docs/history.md.
 from __future__ import annotations
 
 import json
+import os
 import posixpath
 import re
 import subprocess
@@ -231,18 +232,37 @@ def inventory_commit(host: HostSpec) -> str:
     return repo_commit(host.source.parent) if host.source else "unknown"
 
 
+# The repository's own config must not make reading it run anything: core.fsmonitor (and
+# the hook path) name commands `git status` runs; no pager, no lazy fetch, no prompt.
+GIT_READ_ONLY = (
+    "-c",
+    "core.fsmonitor=",
+    "-c",
+    "core.hooksPath=/dev/null",
+    "-c",
+    "core.untrackedCache=false",
+    "--no-pager",
+    "--no-optional-locks",
+)
+
+
 def repo_commit(path: Path | str) -> str:
-    """The git checkout at path: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown."""
+    """The git checkout at path: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown.
+    Nothing the repository's config names is run (GIT_READ_ONLY)."""
+    git = ["git", *GIT_READ_ONLY, "-C", str(path)]
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
     try:
         sha = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
+            [*git, "rev-parse", "HEAD"],
+            env=env,
             capture_output=True,
             text=True,
             timeout=5,
             check=True,
         ).stdout.strip()
         dirty = subprocess.run(
-            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            env=env,
             capture_output=True,
             text=True,
             timeout=5,
