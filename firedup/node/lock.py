@@ -104,6 +104,7 @@ class HeldLock:
     generation: int = 0  # the node's connection generation the holder was started on
     warning: str = ""  # the holder's own words when it holds without a record (a full disk)
     retaken: bool = False  # re-taken after a dropped connection (refresh)
+    closed_from: str = ""  # the workdir's mode before the holder closed it to 0700
 
     def is_held(self) -> bool:
         info = lock_status(self.node, self.host)
@@ -202,6 +203,7 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
             stream,
             generation=_generation(node),
             warning=fields.get("warning", ""),
+            closed_from=fields.get("closed", ""),
         )
     _close(stream)
     if fields.get("busy"):
@@ -261,6 +263,11 @@ def node_lock(
             on_progress(f"force-unlock: ended {report.previous.describe()} ({report.state})")
     owner = LockOwner(operator(), os.getpid(), operation, time.time(), detail)
     lock = _acquire(node, host, owner)  # lock.warning: the caller says it where it matters
+    if lock.closed_from:
+        on_progress(
+            f"the workdir {host.workdir} was mode {lock.closed_from.zfill(4)}, open to others: "
+            "closed to 0700 (firedup keeps runs, logs and secrets private; docs/security.md)"
+        )
     held[key] = [lock, 1]
     try:
         yield lock

@@ -25,7 +25,7 @@ def test_every_encoded_form_of_a_secret_is_masked() -> None:
         "base64url": base64.urlsafe_b64encode(raw).decode(),
     }
     for offset in (1, 2):  # inside a longer base64 blob (a Basic auth header, say)
-        blob = base64.b64encode(b"u:" [:offset] + raw + b"tail").decode()
+        blob = base64.b64encode(b"u:"[:offset] + raw + b"tail").decode()
         forms[f"base64+{offset}"] = blob
     for name, form in forms.items():
         shown = mask(f"before {form} after")
