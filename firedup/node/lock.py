@@ -208,7 +208,9 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
     _close(stream)
     if fields.get("busy"):
         holder, acquired, current = parse_record(fields.get("record", ""))
-        info = LockInfo(host.name, LockState.HELD, current, holder, acquired, time.time())
+        now = fields.get("now", "")
+        node_now = float(now) if now.replace(".", "", 1).isdigit() else None
+        info = LockInfo(host.name, LockState.HELD, current, holder, acquired, node_now)
         raise LockedError(
             f"{host.name} is locked: {info.describe()}; refusing to {owner.operation}",
             hint="wait for it to finish; if that operation is dead, "

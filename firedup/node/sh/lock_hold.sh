@@ -51,6 +51,7 @@ if [ "$taken" -eq 75 ]; then
     sleep 0.05
   done
   printf 'busy\n'
+  printf 'now=%s\n' "$(date +%s.%N)"  # the record's age is told on the node's clock
   printf 'record=%s\n' "$(base64 -w0 < "$record" 2>/dev/null)"
   exit 0
 fi
