@@ -57,3 +57,38 @@ def test_rich_sees_no_escape_and_no_markup() -> None:
     printed = out.getvalue()
     assert "\x1b]" not in printed and "\x9b" not in printed
     assert "[bold]x[/bold]" in printed and "[red]r[/red]" in printed
+
+
+def test_every_task_output_goes_through_the_edge() -> None:
+    """The output edge stays one: no task masks by itself (which would skip `inert`), and
+    every print or write in tasks/ shows text that passed `shown` or `log_text`, except the
+    few listed here that print nothing from a node."""
+    import ast
+    from pathlib import Path
+
+    tasks = Path(__file__).resolve().parents[2] / "tasks"
+    allowed = {  # (file, source of the printed value): none of it comes from a node or a log
+        ("cli.py", 'f"firedup {__version__}"'),
+        ("deploy.py", "plan.script.text"),  # `fab render`: the operator's own rendered script
+        ("progress.py", "text"),  # log_text(chunk), prefixed per host
+    }
+    bad = []
+    for path in sorted(tasks.glob("*.py")):
+        if path.name == "shown.py":
+            continue
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            masks = isinstance(node, ast.ImportFrom) and node.module == "firedup.config.secrets"
+            if masks and any(a.name == "mask" for a in node.names):  # type: ignore[union-attr]
+                bad.append(f"{path.name}: imports mask (use tasks.shown.shown)")
+            if not isinstance(node, ast.Call) or not node.args:
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name not in ("print", "write") or path.name == "live.py":
+                continue  # live.py: rich Text built from Cells, each through `shown`
+            source = ast.get_source_segment(path.read_text(), node.args[0]) or ""
+            through = any(f in source for f in ("shown(", "log_text(", '"".join(shown('))
+            if not through and (path.name, source) not in allowed:
+                bad.append(f"{path.name}:{node.lineno}: {source}")
+    assert not bad, bad
