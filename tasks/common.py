@@ -33,8 +33,9 @@ from .shown import shown
 T = TypeVar("T")
 
 # Options that must never be typed by accident: no short flag (invoke would give
-# --force-unlock `-o` on deploy, where -f is --follow, and `-f` on stop).
-LONG_ONLY = frozenset({"force_unlock", "force"})
+# --force-unlock `-o` on deploy, where -f is --follow, and `-f` on stop; --raw lets escape
+# sequences through to the terminal).
+LONG_ONLY = frozenset({"force_unlock", "force", "raw"})
 
 
 class FiredupTask(fabric.Task):
