@@ -98,3 +98,15 @@ def test_one_huge_line_costs_the_operator_bounded_memory(make_host: Callable[...
     argv = [sys.executable, "-c", MEASURE, *host.cli_argv("logs", "--lines", "1")]
     peak_kib = int(subprocess.run(argv, capture_output=True, text=True, timeout=90).stdout)
     assert peak_kib < 200 * 1024, f"fab logs --lines 1 peaked at {peak_kib >> 10} MiB"
+
+
+def test_a_history_linked_to_dev_zero_is_refused(make_host: Callable[..., Host]) -> None:
+    host, _ = _stopped_run(make_host)
+    history = host.workdir / "history.jsonl"
+    history.unlink()
+    history.symlink_to("/dev/zero")
+    started = time.monotonic()
+    result = host.cli("history", timeout_s=30)
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "is not a regular file (character special file)" in result.stderr, result.stderr
+    assert time.monotonic() - started < 10
