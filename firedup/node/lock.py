@@ -149,6 +149,9 @@ def _close(stream: Iterator[bytes]) -> None:
             close()
 
 
+MAX_ANSWER_BYTES = 1 << 20
+
+
 def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[str, str]:
     """Read the holder's answer: `locked pid=N`, or `busy` + `record=...` then EOF."""
     buffer = b""
@@ -158,6 +161,8 @@ def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[s
         start = buffer.find(b"locked pid=")
         if start >= 0 and b"\n" in buffer[start:]:
             break
+        if len(buffer) > MAX_ANSWER_BYTES:  # the holder says a few short lines, nothing more
+            raise LockedError(f"{host}: the lock holder's answer is too long: not a lock holder")
         if time.monotonic() > deadline:
             raise LockedError(f"{host}: no answer from the lock holder after {timeout_s:.0f}s")
     fields = parse_fields(buffer)
