@@ -11,15 +11,12 @@ failed one. Format: docs/history.md.
 from __future__ import annotations
 
 import json
-import os
 import posixpath
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from firedup import __version__
@@ -225,52 +222,6 @@ def parse_history(data: bytes) -> list[HistoryRecord]:
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return records
-
-
-def inventory_commit(host: HostSpec) -> str:
-    """The commit of the repository holding the host's inventory file (not of the cwd)."""
-    return repo_commit(host.source.parent) if host.source else "unknown"
-
-
-# The repository's own config must not make reading it run anything: core.fsmonitor (and
-# the hook path) name commands `git status` runs; no pager, no lazy fetch, no prompt.
-GIT_READ_ONLY = (
-    "-c",
-    "core.fsmonitor=",
-    "-c",
-    "core.hooksPath=/dev/null",
-    "-c",
-    "core.untrackedCache=false",
-    "--no-pager",
-    "--no-optional-locks",
-)
-
-
-def repo_commit(path: Path | str) -> str:
-    """The git checkout at path: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown.
-    Nothing the repository's config names is run (GIT_READ_ONLY)."""
-    git = ["git", *GIT_READ_ONLY, "-C", str(path)]
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
-    try:
-        sha = subprocess.run(
-            [*git, "rev-parse", "HEAD"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{sha}+dirty" if dirty else sha or "unknown"
 
 
 def history_path(host: HostSpec) -> str:

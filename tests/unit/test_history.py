@@ -25,7 +25,6 @@ from firedup.ops.history import (
     HistoryRecord,
     Outcome,
     PhaseTiming,
-    inventory_commit,
     last_failed_run,
     last_start,
     mask_env,
@@ -33,9 +32,9 @@ from firedup.ops.history import (
     parse_history,
     phase_timings,
     plan_prune,
-    repo_commit,
     run_record,
 )
+from firedup.ops.repo import inventory_commit, repo_commit
 
 AT = datetime(2026, 2, 22, 10, 30, 0, tzinfo=UTC)
 
