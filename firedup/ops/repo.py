@@ -33,25 +33,16 @@ GIT_READ_ONLY = (
 def repo_commit(path: Path | str) -> str:
     """The git checkout at path: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown.
     Nothing the repository's config names is run (GIT_READ_ONLY)."""
-    git = ["git", *GIT_READ_ONLY, "-C", str(path)]
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
     try:
-        sha = subprocess.run(
-            [*git, "rev-parse", "HEAD"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            [*git, "status", "--porcelain", "--untracked-files=no"],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
+        sha = _git(path, "rev-parse", "HEAD")
+        dirty = _git(path, "status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return f"{sha}+dirty" if dirty else sha or "unknown"
+
+
+def _git(path: Path | str, *args: str) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_NO_LAZY_FETCH": "1"}
+    argv = ["git", *GIT_READ_ONLY, "-C", str(path), *args]
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=5, check=True)
+    return done.stdout.strip()
