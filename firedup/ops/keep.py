@@ -22,7 +22,8 @@ from firedup.launch.render import launch_env
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node, parse_fields, run_script, script_text
 from firedup.ops.deploy import DeployPlan
-from firedup.ops.history import Action, Outcome, inventory_commit, run_record
+from firedup.ops.history import Action, Outcome, run_record
+from firedup.ops.repo import inventory_commit
 from firedup.readiness.shipping import WATCH_BOOT, watch_code
 from firedup.readiness.watch import health_url
 
