@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
@@ -108,11 +107,11 @@ def engine_args(deployment: Deployment) -> list[Flag]:
 
 
 def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
-    """The launch environment: host env first, the deployment's wins on a clash; the draft
-    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself)."""
+    """The launch environment: host env first, the deployment's wins on a clash; the long
+    context knob becomes the engine's own env var (SGLang's or vLLM's)."""
     env = {**host.env, **deployment.env}
-    if deployment.draft_context == "extend" and deployment.engine is Engine.SGLANG:
-        env[SGLANG_LONG_CONTEXT_ENV] = "1"
+    if deployment.long_context == "allow" or deployment.draft_context == "extend":
+        env[deployment.long_context_env] = "1"
     return env
 
 
