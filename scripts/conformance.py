@@ -200,6 +200,7 @@ def read_release(engine: str, version: str, wheel: Path) -> dict[str, object]:
             for m in (
                 "vllm/entrypoints/cli/main.py",
                 "vllm/entrypoints/openai/api_server.py",
+                "vllm/entrypoints/launchers/api_server/entry.py",
                 "sglang/launch_server.py",
                 "sglang/cli/main.py",
             )

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
-from firedup.launch.flags import Spelling, spell
+from firedup.launch.flags import VLLM_CLI, Spelling, spell
 
 if TYPE_CHECKING:
     import jinja2
@@ -153,6 +153,7 @@ def render_launch(
         "engine_args": engine_args(deployment),
         "speculative_config": vllm_speculative_config(deployment, spelling),
         "spelling": spelling,
+        "cli_module": VLLM_CLI,
         "placement": placement,
         "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
     }

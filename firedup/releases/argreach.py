@@ -30,7 +30,11 @@ from firedup.releases.argscan import Constants, _class_fields, literal_alias, sc
 # The modules each engine's launch runs (module path relative to the package).
 ENTRY_MODULES = {
     "sglang": ("launch_server.py",),
-    "vllm": ("entrypoints/openai/api_server.py", "entrypoints/cli/serve.py"),
+    "vllm": (
+        "entrypoints/openai/api_server.py",
+        "entrypoints/launchers/api_server/entry.py",
+        "entrypoints/cli/serve.py",
+    ),
 }
 # Read for facts beside the flags (vLLM's speculative methods), not for flags.
 FACT_SOURCES = {"sglang": (), "vllm": ("config/speculative.py",)}

@@ -141,4 +141,12 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
+    import warnings
+
+    warnings.warn(  # as vLLM 0.29-0.33 print it (entrypoints/openai/api_server.py:50)
+        "The `python -m vllm.entrypoints.openai.api_server` command is deprecated "
+        "and may be removed in a future release. Please use `vllm server` instead.",
+        DeprecationWarning,
+        stacklevel=1,
+    )
     main()
