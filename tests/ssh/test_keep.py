@@ -322,20 +322,27 @@ def test_a_webhook_gets_ready_restarted_and_gave_up_with_no_secret(
 
 
 @pytest.mark.parametrize(
-    ("fault", "reason"),
+    ("engine", "fault", "reason"),
     [
-        ("worker_exit_after_ready", "worker_died"),  # /health stays 200: vllm#16259
-        ("hang_after_ready", "hang"),  # alive, the port open, nothing answers
+        ("sglang", "worker_exit_after_ready", "worker_died"),  # /health stays 200: vllm#16259
+        ("sglang", "hang_after_ready", "hang"),  # alive, the port open, nothing answers
+        ("vllm", "hang_after_ready", "hang"),
     ],
 )
 def test_a_live_but_broken_server_is_restarted_by_what_the_watch_saw(
-    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path], fault: str, reason: str
+    sshd: Sshd,
+    tmp_path: Path,
+    write_inventory: Callable[..., Path],
+    engine: str,
+    fault: str,
+    reason: str,
 ) -> None:
     workdir, inv, _ = deploy_watched(
         sshd,
         tmp_path,
         write_inventory,
         restart={"on": "failure", "max": 1, "backoff_s": 0},
+        engine=engine,
         tp=2,
         watch={"every_s": 0.5, "health_fails": 2, "health_timeout_s": 1},
     )
