@@ -53,8 +53,9 @@ def podman_inventory(
     made: list[Path] = []
 
     def make(deployment: dict[str, Any], **host: Any) -> Path:
-        inv = write_inventory({"c": container_host(sshd, tmp_path / "node", "d", **host)},
-                              {"d": deployment})
+        inv = write_inventory(
+            {"c": container_host(sshd, tmp_path / "node", "d", **host)}, {"d": deployment}
+        )
         made.append(inv)
         return inv
 

@@ -22,6 +22,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 REPOSITORY = "localhost/firedup-test/sim-sglang"
 TOOLS = ("bash", "sh", "env", "cat", "sleep", "mkdir", "chmod", "rm", "ls", "sha256sum", "id")
+SITE_PACKAGES = (
+    f"/usr/local/lib/python{sys.version_info.major}.{sys.version_info.minor}/dist-packages"
+)
 CONF_TEXT = '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n'
 
 
@@ -49,7 +52,7 @@ def _python() -> Path:
 
 def _inputs_key() -> str:
     h = hashlib.sha256(Path(__file__).read_bytes())
-    h.update(_python().read_bytes()[:1 << 20])
+    h.update(_python().read_bytes()[: 1 << 20])
     for root in (REPO / "sim" / "python", REPO / "sim" / "bin"):
         for path in sorted(root.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts:
@@ -75,15 +78,19 @@ def _rootfs(root: Path) -> None:
     for binary in binaries:
         shutil.copy2(binary, root / "usr/bin" / binary.name)
     (root / "usr/bin/python3").symlink_to(python.name)
-    shutil.copytree(stdlib, root / stdlib.relative_to("/"), symlinks=True,
-                    ignore=shutil.ignore_patterns("__pycache__", "test", "idlelib", "tkinter"))
+    shutil.copytree(
+        stdlib,
+        root / stdlib.relative_to("/"),
+        symlinks=True,
+        ignore=shutil.ignore_patterns("__pycache__", "test", "idlelib", "tkinter"),
+    )
     dynload = sorted((stdlib / "lib-dynload").glob("*.so"))
     for lib in _libs(binaries + dynload):
         dest = root / "usr/lib/x86_64-linux-gnu" / Path(lib).name
         if "ld-linux" in lib:
             dest = root / "usr/lib64" / Path(lib).name
         shutil.copy2(os.path.realpath(lib), dest)
-    site = root / "usr/local/lib" / stdlib.name / "dist-packages"
+    site = root / SITE_PACKAGES.lstrip("/")
     shutil.copytree(REPO / "sim" / "python", site, ignore=shutil.ignore_patterns("__pycache__"))
     for tool in (REPO / "sim" / "bin").iterdir():
         shutil.copy2(tool, root / "usr/local/bin" / tool.name)

@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import fab, wait_until
+from tests.conftest import STORY_DEPLOYMENT, fab, wait_until
 from tests.containers.conftest import container_deployment, containers_of
-from tests.containers.image import podman
+from tests.containers.image import SITE_PACKAGES, podman
 
 pytestmark = pytest.mark.ssh
+COUNT_HOOKS = "import sys; print(open(sys.argv[1]).read().count('def set_eagle3_layers_to'))"
+KIMI_K25 = f"{SITE_PACKAGES}/sglang/srt/models/kimi_k25.py"
 
 
 def port_free(port: int) -> bool:
@@ -47,3 +49,59 @@ def test_deploy_status_stop_in_a_container(
     assert stop.returncode == 0, stop.stderr
     assert name not in containers_of()
     wait_until(lambda: port_free(deployment["port"]), 10, "the port to be free")
+
+
+def story(image: str, **overrides: object) -> dict[str, object]:
+    """The story's v4 launch (the override, no patch) as a container deployment."""
+    base = {**STORY_DEPLOYMENT, "draft_context": "extend", **overrides}
+    return container_deployment(image, **base)
+
+
+def test_the_story_patch_applied_inside_the_container(
+    image: str, podman_inventory: Callable[..., Path], tmp_path: Path
+) -> None:
+    unpatched = podman_inventory(story(image))
+    # Preflight would refuse it (model hooks); started as a runbook's single step, the image's
+    # own sglang 0.5.9 crashes for real, inside the container.
+    assert fab("start", "--host", "c", "--inventory", str(unpatched)).returncode == 0
+    v4 = fab("wait", "--host", "c", "--inventory", str(unpatched), timeout_s=120)
+    assert v4.returncode == 8, v4.stdout + v4.stderr
+    assert "missing_model_hook" in v4.stderr and "set_eagle3_layers_to_capture" in v4.stderr
+
+    deployment = story(image, patches=["kimi-k25-eagle3-hooks"])
+    inv = podman_inventory(deployment)
+    derived = launch_image_of(inv)
+    podman("rmi", "-f", derived, check=False)  # built here, not found from an earlier session
+    deploy = fab("deploy", "--host", "c", "--inventory", str(inv), timeout_s=240)
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    assert "c: READY" in deploy.stdout
+    assert f"building {derived}" in deploy.stderr
+    assert "kimi-k25-eagle3-hooks (sglang 0.5.9): applied" in deploy.stderr
+    run_id = (tmp_path / "node" / "current").resolve().name
+    assert derived in (tmp_path / "node" / "current" / "launch.sh").read_text()
+    # The running container holds the patched file; the base image is as it was.
+    count = ["python3", "-c", COUNT_HOOKS, KIMI_K25]
+    assert podman("exec", f"firedup-{run_id}", *count).stdout.strip() == "1"
+    assert podman("run", "--rm", image, *count).stdout.strip() == "0"
+
+    status = fab("status", "--host", "c", "--inventory", str(inv))
+    assert status.returncode == 0 and "ready" in status.stdout, status.stdout + status.stderr
+    again = fab("deploy", "--host", "c", "--inventory", str(inv), "--restart", timeout_s=180)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert f"patched image {derived} is on the node" in again.stderr  # verified, not rebuilt
+    stop = fab("stop", "--host", "c", "--inventory", str(inv))
+    assert stop.returncode == 0, stop.stderr
+    runs = {f"firedup-{r.name}" for r in (tmp_path / "node" / "runs").iterdir()}
+    assert not runs & set(containers_of())  # no container of any of the node's runs is left
+    wait_until(lambda: port_free(int(deployment["port"])), 10, "the port to be free")
+
+
+def launch_image_of(inventory: Path) -> str:
+    from firedup.config.inventory import load_inventory
+    from firedup.ops.containers import launch_image
+
+    inv = load_inventory(inventory)
+    host = inv.select("c")[0]
+    image = launch_image(host, inv.deployment_for(host))
+    assert image is not None
+    return image

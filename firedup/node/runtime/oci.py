@@ -80,7 +80,8 @@ class OciRuntime:
         workdir = Mount(launch.workdir, launch.workdir, read_only=False)
         return [
             *self.cli(),
-            *("run", "-d", "--name", container_name(launch.run_id)),
+            # --rm: a container that exits (a crash) removes itself; its log is the run's file.
+            *("run", "-d", "--rm", "--name", container_name(launch.run_id)),
             *("--label", f"firedup.run={launch.run_id}"),
             *("--network", "host", "--shm-size", self.options.shm_size, *gpus),
             *mount_args([workdir, *launch.mounts]),
