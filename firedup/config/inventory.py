@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from firedup.config.container import ContainerOptions, RuntimeName
+from firedup.config.container import ContainerOptions, RuntimeName, effective_runtime
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory
 from firedup.errors import InventoryError
@@ -111,6 +111,7 @@ class Inventory(FrozenModel):
                     f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
                     f"known: {', '.join(sorted(self.deployments)) or 'none'}"
                 )
+            check_image(host, self.deployments[host.deployment])
         for deployment in self.deployments.values():
             _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():
@@ -166,6 +167,16 @@ class Placement:
     rank: int
     nnodes: int
     dist_init_addr: str
+
+
+def check_image(host: HostSpec, deployment: Deployment) -> None:
+    """A container runtime needs an image, named on the deployment or on the host."""
+    runtime = effective_runtime(host.runtime, deployment.runtime)
+    if runtime != "python" and not (deployment.image or host.image):
+        raise ValueError(
+            f"hosts.{host.name}: runtime {runtime} needs an image: set 'image:' on deployment "
+            f"{deployment.name} or on the host (e.g. lmsysorg/sglang:v0.5.9)"
+        )
 
 
 def _check_nodes(deployment: Deployment, hosts: Mapping[str, HostSpec]) -> None:
