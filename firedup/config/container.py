@@ -31,4 +31,3 @@ class ContainerOptions(BaseModel):
 
 def effective_runtime(host_value: str | None, deployment_value: str | None) -> str:
     return deployment_value or host_value or "python"
-

@@ -13,8 +13,8 @@ from collections.abc import Callable
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
-from firedup.errors import PatchError
-from firedup.node.base import Node
+from firedup.errors import PatchError, PreflightError, UsageError
+from firedup.node.base import Node, script_argv
 from firedup.node.runtime import OciRuntime, runtime_for
 from firedup.node.runtime.inside import helper_container, inside_host, staging_dir
 from firedup.patching import Mode, PatchReport, PatchStatus, sync_patches
@@ -83,3 +83,61 @@ def check_image(
             hint=f"remove it (`{runtime.name} rmi {image}`) and deploy again to rebuild it",
         )
     return report
+
+
+def pull_image(node: Node, host: HostSpec, deployment: Deployment, on_progress: Progress) -> str:
+    """`fab pull`: the runtime's pull on the node, a phase of its own with its progress lines;
+    returns the image's id."""
+    runtime = runtime_for(host, deployment)
+    if not isinstance(runtime, OciRuntime):
+        raise UsageError(
+            f"{host.name}: the engine runs in the node's python (runtime: python): no image to "
+            "pull",
+            hint="set `runtime: podman` (or docker) and `image:` (docs/containers.md)",
+        )
+    on_progress(f"pulling {runtime.image} with {runtime.name}")
+    last = ""
+    pending = b""
+    for chunk in node.stream(script_argv("image_pull", *runtime.pull_argv()), timeout_s=30):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for raw in lines:
+            last = raw.decode("utf-8", "replace").strip()
+            if last and not last.startswith("pull_exit="):
+                on_progress(last)
+    code = (pending.decode().strip() or last).removeprefix("pull_exit=")
+    if code != "0":
+        raise PreflightError(
+            f"{host.name}: {runtime.name} pull {runtime.image} failed (exit {code})",
+            hint="check the image's name and that the node reaches its registry (and is "
+            "logged in to it, for a private one)",
+        )
+    found = node.run(runtime.image_id_argv(), what="image inspect").out.strip()
+    on_progress(f"pulled {runtime.image} ({found[:19]})")
+    return found
+
+
+def sync_image_patches(
+    node: Node,
+    host: HostSpec,
+    deployment: Deployment,
+    runtime: OciRuntime,
+    *,
+    mode: Mode,
+    on_progress: Progress,
+) -> PatchReport:
+    """`fab sync-patches` on a container host: check or build the derived image, or remove it
+    (`--revert`: the base image was never changed)."""
+    name = derived_image_name(runtime.image, deployment.patches)
+    present = node.run(runtime.image_id_argv(name), check=False, what="image inspect").ok
+    if mode is Mode.APPLY:
+        return build_patched_image(node, host, deployment, runtime, on_progress)
+    if mode is Mode.REVERT:
+        if present:
+            node.run([*runtime.cli(), "rmi", name], what=f"rmi {name}")
+            on_progress(f"removed {name}; {runtime.image} was never changed")
+        return PatchReport(host.name, mode, ())
+    with helper_container(
+        node, runtime.cli(), name if present else runtime.image, staging_dir(host)
+    ) as inside:
+        return sync_patches(inside, inside_host(host, runtime.python), deployment, mode=mode)

@@ -44,9 +44,9 @@ def test_podman_run_asks_for_gpus_by_cdi_and_mounts_what_the_run_needs() -> None
     script = _render(runtime="podman", image="lmsysorg/sglang:v0.5.9", env={"A": "b"})
     argv = _argv(script)
     assert argv[:6] == ["podman", "run", "-d", "--rm", "--name", "firedup-R1"]
-    assert ["--device", "nvidia.com/gpu=all"] == argv[argv.index("--device") :][:2]
-    assert ["--network", "host"] == argv[argv.index("--network") :][:2]
-    assert ["--shm-size", "16g"] == argv[argv.index("--shm-size") :][:2]
+    assert argv[argv.index("--device") :][:2] == ["--device", "nvidia.com/gpu=all"]
+    assert argv[argv.index("--network") :][:2] == ["--network", "host"]
+    assert argv[argv.index("--shm-size") :][:2] == ["--shm-size", "16g"]
     assert "/w:/w" in argv and "/models/k:/models/k:ro" in argv
     image = argv.index("lmsysorg/sglang:v0.5.9")
     assert argv[image - 2 : image] == ["--entrypoint", "bash"]
