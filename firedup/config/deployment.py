@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from firedup.config.container import RuntimeName
+from firedup.config.router import RouterSpec
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
 
@@ -150,6 +151,7 @@ class Deployment(FrozenModel):
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*([a-z0-9.+-]*)$")
     runtime: RuntimeName | None = None  # overrides the host's (docs/containers.md)
     image: str | None = None
+    router: RouterSpec | None = None  # docs/router.md
 
     @field_validator("phase_budgets_s")
     @classmethod
