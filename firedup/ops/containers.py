@@ -41,6 +41,14 @@ def apply_patches(
     return build_patched_image(node, host, deployment, runtime, on_progress)
 
 
+def check_patches(node: Node, host: HostSpec, deployment: Deployment) -> PatchReport:
+    """The patches' state, changing nothing: in the node's python, or in the image."""
+    runtime = runtime_for(host, deployment)
+    if not isinstance(runtime, OciRuntime):
+        return sync_patches(node, host, deployment, mode=Mode.CHECK)
+    return sync_image_patches(node, host, deployment, runtime, mode=Mode.CHECK)
+
+
 def build_patched_image(
     node: Node,
     host: HostSpec,
@@ -124,7 +132,7 @@ def sync_image_patches(
     runtime: OciRuntime,
     *,
     mode: Mode,
-    on_progress: Progress,
+    on_progress: Progress = lambda _m: None,
 ) -> PatchReport:
     """`fab sync-patches` on a container host: check or build the derived image, or remove it
     (`--revert`: the base image was never changed)."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import STORY_DEPLOYMENT, fab, wait_until
+from tests.conftest import STORY_DEPLOYMENT, fab, session_members, wait_until
 from tests.containers.conftest import container_deployment, containers_of
 from tests.containers.image import SITE_PACKAGES, podman
 
@@ -105,3 +105,34 @@ def launch_image_of(inventory: Path) -> str:
     image = launch_image(host, inv.deployment_for(host))
     assert image is not None
     return image
+
+
+def test_plan_of_a_container_host_shows_both_scripts_and_the_image_patches(
+    image: str, podman_inventory: Callable[..., Path]
+) -> None:
+    inv = podman_inventory(story(image, patches=["kimi-k25-eagle3-hooks"]))
+    plan = fab("plan", "--host", "c", "--inventory", str(inv), timeout_s=120)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert "kimi-k25-eagle3-hooks (sglang 0.5.9): " in plan.stdout  # asked inside an image
+    assert "podman run -d --rm --name firedup-" in plan.stdout
+    assert (
+        "--- engine.sh (" in plan.stdout and "exec python3 -m sglang.launch_server" in plan.stdout
+    )
+
+
+def test_secrets_reach_the_engine_but_not_the_runtime_or_the_node(
+    image: str, podman_inventory: Callable[..., Path], tmp_path: Path
+) -> None:
+    secret = "hf_container_secret_value_31337"
+    deployment = container_deployment(image, secrets={"HF_TOKEN": {"env": "H27_TOKEN"}})
+    inv = podman_inventory(deployment)
+    deploy = fab("deploy", "--host", "c", "--inventory", str(inv), env={"H27_TOKEN": secret})
+    assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+    current = tmp_path / "node" / "current"
+    name = f"firedup-{current.resolve().name}"
+    pid = int((current / "pid").read_text())
+    engines = [p for p in session_members(pid) if p != pid]
+    assert any(secret.encode() in Path(f"/proc/{p}/environ").read_bytes() for p in engines)
+    assert secret not in podman("inspect", name).stdout  # not in the container's config
+    assert secret not in (current / "launch.sh").read_text()
+    assert not (current / "secrets.env").exists()  # read once inside, then removed

@@ -9,6 +9,14 @@ run_id=$(basename -- "$rundir")
 name="firedup-$run_id"
 mapfile -d '' -t cli < "$rundir/runtime.argv" 2> /dev/null || cli=(podman)
 pid=$(cat "$rundir/pid" 2> /dev/null || true)
+# A pid the kernel gave to another process since (its start time is not the recorded one) is
+# not the container's: its session is never reported as ours.
+start=
+read -r _ start _ < "$rundir/identity" 2> /dev/null || true
+if [ -n "$pid" ] && { read -r stat < "/proc/$pid/stat"; } 2> /dev/null; then
+  read -r -a fields <<< "${stat##*) }"
+  [ "${fields[19]}" = "$start" ] || pid=
+fi
 members() { [ -n "$pid" ] && ps -s "$pid" -o pid= 2> /dev/null | awk '{print $1}' | paste -sd, -; }
 state=$("${cli[@]}" inspect --format '{{.State.Status}}' "$name" 2> /dev/null || true)
 if [ -z "$state" ]; then
