@@ -153,27 +153,24 @@ def render_launch(
     container (the host's or deployment's `runtime:`), the runtime's `run` of `image` (default:
     the inventory's) around it."""
     runtime = runtime_for(host, deployment)
-    if isinstance(runtime, OciRuntime):
-        inner = engine_script(
-            host.model_copy(update={"python": runtime.python, "env": {}}),
-            deployment,
-            run_id=run_id,
-            rundir=rundir,
-            placement=placement,
-            engine_version=engine_version,
-        )
-        text = container_launch(
-            runtime, host, deployment, run_id=run_id, rundir=rundir, image=image
-        )
-        return replace(inner, text=text, inner=inner.text)
-    return engine_script(
-        host,
+    in_image = isinstance(runtime, OciRuntime)
+    # In a container: the image's python, and only the deployment's env (the host's is the
+    # node python's: its PATH and PYTHONPATH would break the image's).
+    engine_host = (
+        host.model_copy(update={"python": runtime.python, "env": {}}) if in_image else host
+    )
+    script = engine_script(
+        engine_host,
         deployment,
         run_id=run_id,
         rundir=rundir,
         placement=placement,
         engine_version=engine_version,
     )
+    if not isinstance(runtime, OciRuntime):
+        return script
+    text = container_launch(runtime, host, deployment, run_id=run_id, rundir=rundir, image=image)
+    return replace(script, text=text, inner=script.text)
 
 
 def engine_script(
