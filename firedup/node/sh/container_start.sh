@@ -14,7 +14,6 @@ name="firedup-$run_id"
 pid=
 trap '[ -n "$pid" ] || rm -f -- secrets.env' EXIT
 : > server.log
-chmod 0644 server.log
 ln -sfn "runs/$run_id" "$workdir/.current.tmp"
 mv -Tf "$workdir/.current.tmp" "$workdir/current"
 if ! bash ./launch.sh > container.id 2> start.err; then
