@@ -8,6 +8,7 @@ check that names the pull.
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 from firedup.config.deployment import Deployment
@@ -18,15 +19,32 @@ from firedup.node.runtime import OciRuntime
 from firedup.preflight.facts import NodeFacts, facts_tail, gather_facts
 from firedup.preflight.model import Check, failed, passed
 
+# What podman ("image not known") and docker ("No such image") say of an image they lack.
+MISSING = re.compile(r"image not known|no such image|not found", re.IGNORECASE)
+
 
 def image_check(node: Node, runtime: OciRuntime) -> Check:
     found = node.run(runtime.image_id_argv(), check=False, what="image inspect")
+    said = (found.err or found.out).strip()
     if found.ok:
         return passed("image", f"{runtime.image} ({found.out.strip()[:19]}) on {runtime.name}")
+    if found.exit_code == 127:  # `env` (or the shell) found no such command
+        return failed(
+            "image",
+            f"{runtime.name} is not installed on the node (not on the login shell's PATH)",
+            hint=f"install {runtime.name} on the node, or set the runtime the node has "
+            "(docs/containers.md: what each runtime needs)",
+        )
+    if not MISSING.search(said):  # the runtime itself cannot answer (a daemon down, storage)
+        return failed(
+            "image",
+            f"{runtime.name} cannot say whether {runtime.image} is on the node: {said[-200:]}",
+            hint=f"check {runtime.name} on the node (docs/containers.md: what each runtime needs)",
+        )
     return failed(
         "image",
-        f"{runtime.image} is not on the node ({runtime.name}: {found.err.strip()[-200:]})",
-        hint=f"pull it on the node: `{runtime.name} pull {runtime.image}`",
+        f"{runtime.image} is not on the node ({runtime.name}: {said[-200:]})",
+        hint=f"pull it on the node: `{runtime.name} pull {runtime.image}` (or `fab pull`)",
     )
 
 

@@ -22,8 +22,10 @@ def image() -> str:
 
 def container_host(sshd: Sshd, workdir: Path, deployment: str, **overrides: Any) -> dict[str, Any]:
     """A host whose deployments run in podman; no GPU device is asked for (there is none)."""
+    container = overrides.pop("container", {})
     entry = ssh_host(sshd, workdir, deployment, runtime="podman", **overrides)
-    entry["container"] = {"gpus": "none", "runtime_env": {"CONTAINERS_CONF": containers_conf()}}
+    runtime_env = {"CONTAINERS_CONF": containers_conf(), **container.pop("runtime_env", {})}
+    entry["container"] = {"gpus": "none", "runtime_env": runtime_env, **container}
     return entry
 
 

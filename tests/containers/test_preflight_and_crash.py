@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -83,3 +84,23 @@ def test_a_crash_inside_the_container_is_reported_as_on_a_python_node(
     [host] = json.loads(status.stdout)["hosts"]
     assert host["state"] == "failed", status.stdout
     assert f"firedup-{run_id}" not in containers_of()  # the crashed container removed itself
+
+
+@pytest.mark.parametrize("case", ["not installed", "daemon down"])
+def test_a_runtime_that_cannot_answer_fails_preflight_saying_so(
+    image: str, podman_inventory: Callable[..., Path], case: str
+) -> None:
+    if case == "not installed":  # podman out of the login shell's PATH
+        host = {"container": {"gpus": "none", "runtime_env": {"PATH": "/nonexistent"}}}
+        inv = podman_inventory(container_deployment(image), **host)
+        expected = "FAIL  image           podman is not installed on the node"
+    else:  # this machine has docker's CLI and no daemon
+        if subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+            pytest.skip("docker's daemon answers here")
+        inv = podman_inventory(container_deployment(image, runtime="docker"))
+        expected = "FAIL  image           docker cannot say whether"
+    result = fab("preflight", "--host", "c", "--inventory", str(inv), timeout_s=60)
+    out = result.stdout + result.stderr
+    assert result.returncode == 6, out
+    assert expected in out
+    assert "pull" not in out.split("FAIL  image")[1].split("FAIL")[0]  # no pull would help
