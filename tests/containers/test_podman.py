@@ -47,6 +47,7 @@ def test_deploy_status_stop_in_a_container(
     assert "ready" in status.stdout
     stop = fab("stop", "--host", "c", "--inventory", str(inv))
     assert stop.returncode == 0, stop.stderr
+    assert "stopped" in stop.stdout and "KILLed" not in stop.stdout  # TERM reached the engine
     assert name not in containers_of()
     wait_until(lambda: port_free(deployment["port"]), 10, "the port to be free")
 
