@@ -39,12 +39,12 @@ from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
-    inventory_commit,
     prune_runs,
     read_history,
     run_record,
     stop_of,
 )
+from firedup.ops.repo import inventory_commit
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
 from firedup.readiness.wait import WaitOptions

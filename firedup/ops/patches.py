@@ -13,7 +13,8 @@ from firedup.node.base import Node, operator
 from firedup.node.lock import node_lock
 from firedup.node.runtime import OciRuntime, runtime_for
 from firedup.ops.containers import sync_image_patches
-from firedup.ops.history import Action, HistoryRecord, Outcome, append_history, inventory_commit
+from firedup.ops.history import Action, HistoryRecord, Outcome, append_history
+from firedup.ops.repo import inventory_commit
 from firedup.patching.report import Mode, PatchReport, PatchStatus
 from firedup.patching.sync import sync_patches
 
