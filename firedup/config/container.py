@@ -31,3 +31,12 @@ class ContainerOptions(BaseModel):
 
 def effective_runtime(host_value: str | None, deployment_value: str | None) -> str:
     return deployment_value or host_value or "python"
+
+
+def check_image(where: str, runtime: str, image: str | None) -> None:
+    """A container runtime needs an image, named on the deployment or on the host."""
+    if runtime != "python" and not image:
+        raise ValueError(
+            f"{where}: runtime {runtime} needs an image: set 'image:' on the deployment or on "
+            "the host (e.g. lmsysorg/sglang:v0.5.9)"
+        )

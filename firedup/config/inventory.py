@@ -22,7 +22,7 @@ from pydantic import (
     model_validator,
 )
 
-from firedup.config.container import ContainerOptions, RuntimeName, effective_runtime
+from firedup.config.container import ContainerOptions, RuntimeName, check_image, effective_runtime
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory, trust_named
 from firedup.errors import InventoryError
@@ -111,7 +111,9 @@ class Inventory(FrozenModel):
                     f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
                     f"known: {', '.join(sorted(self.deployments)) or 'none'}"
                 )
-            check_image(host, self.deployments[host.deployment])
+            dep = self.deployments[host.deployment]
+            runtime = effective_runtime(host.runtime, dep.runtime)
+            check_image(f"hosts.{host.name}", runtime, dep.image or host.image)
         for deployment in self.deployments.values():
             _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():
@@ -167,16 +169,6 @@ class Placement:
     rank: int
     nnodes: int
     dist_init_addr: str
-
-
-def check_image(host: HostSpec, deployment: Deployment) -> None:
-    """A container runtime needs an image, named on the deployment or on the host."""
-    runtime = effective_runtime(host.runtime, deployment.runtime)
-    if runtime != "python" and not (deployment.image or host.image):
-        raise ValueError(
-            f"hosts.{host.name}: runtime {runtime} needs an image: set 'image:' on deployment "
-            f"{deployment.name} or on the host (e.g. lmsysorg/sglang:v0.5.9)"
-        )
 
 
 def _check_nodes(deployment: Deployment, hosts: Mapping[str, HostSpec]) -> None:
