@@ -50,3 +50,13 @@ class Watch(FrozenModel):
     health_fails: int = Field(default=3, ge=1, le=100)  # failed /health in a row: health lost
     health_timeout_s: float = Field(default=5.0, gt=0, le=120)
     generate_every_min: float = Field(default=0.0, ge=0)  # 0: no real generation
+
+
+def check_watchable(where: str, runtime: str, watched: bool) -> None:
+    """The watch restarts the node's own processes (start.sh); a run in a container is
+    started by the runtime's scripts, which the watch does not drive yet."""
+    if watched and runtime != "python":
+        raise ValueError(
+            f"{where}: restart/notify/watch: a deployment in a container ({runtime}) is not "
+            "watched yet; remove them or run it with the node's python"
+        )

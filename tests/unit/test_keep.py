@@ -159,3 +159,8 @@ def test_the_mask_knows_the_secrets_as_the_launch_file_quotes_them() -> None:
 def test_the_watch_parses_as_python_3_8_and_imports_only_the_stdlib() -> None:
     for name, (_, source) in bundle(WATCH_ENTRY).items():  # bundle() refuses non-stdlib
         ast.parse(source, filename=name, feature_version=(3, 8))
+
+
+def test_a_watched_deployment_in_a_container_is_refused_at_load() -> None:
+    with pytest.raises(InventoryError, match=r"in a container \(podman\) is not watched yet"):
+        _inventory(restart={"on": "failure"}, runtime="podman", image="lmsysorg/sglang:v0.5.9")
