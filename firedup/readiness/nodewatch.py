@@ -296,6 +296,6 @@ def main(argv: list[str]) -> int:
             secrets_text = fh.read()
         os.unlink(path)
     watch = Watch(workdir, cfg, secrets_text)
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+    for sig in (signal.SIGTERM, signal.SIGINT):  # SIGHUP stays ignored (nohup)
         signal.signal(sig, lambda *_: watch.ending.set())
     return watch.main()
