@@ -17,7 +17,7 @@ import re
 from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
 
 _DIGITS = str.maketrans("0123456789", "0000000000")
-_SEPARATOR = re.compile(r"[\])|>:] ")
+_SEPARATOR = re.compile(r"[\])|>:-] ")
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
 
