@@ -41,9 +41,11 @@ _WRAPPER = re.compile(
     r"|(?:(?P<jmon>[^\W\d_]{3,4}\.?) +(?P<jday>\d{1,2}) (?P<jtime>\d\d:\d\d:\d\d)"
     r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)[+-]\d{4}) \S+ [\w.@/:-]+(?:\[\d+\])?: "
     r"|(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]\d\d:?\d\d)? "
+    r"(?:std(?:out|err) [FP] )?"  # the kubelet's CRI log files: stream and partial-line tag
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
+_TRACE = ("Traceback (most recent call last)", '  File "', 'File "')
 _ENGINE_STARTS = ("[", "(", " ")
 _LEVEL_STARTS = ("I", "W", "E", "D", "C", "T")
 
@@ -113,6 +115,15 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
             text = inner
             message, own_stamp, ranks, level = _engine_prefix(text)
     return Line(text, message, stamp or own_stamp, ranks, level)
+
+
+def engine_says(text: str) -> bool:
+    """Whether the text is plainly the engine's own: a record, a traceback line, an exception."""
+    return (
+        _engine_prefix(text)[0] is not text
+        or EXCEPTION_LINE.match(text) is not None
+        or text.startswith(_TRACE)
+    )
 
 
 def _embedded(text: str) -> str | None:

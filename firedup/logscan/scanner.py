@@ -38,6 +38,7 @@ from firedup.logscan.normalize import (
     Clock,
     Line,
     clean,
+    engine_says,
     parse_line,
     split_records,
 )
@@ -69,7 +70,7 @@ class LogScanner(FailureRules):
         self._bytes = 0
         self._last_line = ""
         self._snapshot: ScanState | None = None
-        self._wrappers = Wrappers()
+        self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._new_launch(None)
 
