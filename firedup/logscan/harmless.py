@@ -44,6 +44,7 @@ SERVING = re.compile(
     r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /(?!(?:v1/)?models\b|metrics\b|version\b|ping\b'
     r'|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S* HTTP/[\d.]+" [234]\d\d'
     r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
+    r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
 )
 
 

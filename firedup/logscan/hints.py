@@ -49,7 +49,8 @@ HINTS: dict[Reason, str] = {
     "build compiled for its compute capability (e.g. cu128 wheels for Blackwell) or build from "
     "source with TORCH_CUDA_ARCH_LIST set.",
     R.UNSUPPORTED_GPU: "The GPU lacks a feature the configuration needs (bfloat16 needs compute "
-    "capability 8.0): pass --dtype half (float16), or use a newer GPU.",
+    "capability 8.0, Triton's compiler behind torch.compile 7.0): pass --dtype half (float16), "
+    "skip the compilation (vLLM: --enforce-eager), or use a newer GPU.",
     R.UNSUPPORTED_MODEL: "This engine version does not know the model's architecture or "
     "model_type: upgrade the engine (and transformers), check config.json's architectures and "
     "model_type, or pass --trust-remote-code if the model ships its own code.",

@@ -50,6 +50,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Application startup complete", Phase.HTTP_UP),
     Marker("model_info HTTP/1.", Phase.WARMUP, _re(r'"GET /(?:get_)?model_info HTTP/1\.\d" 200')),
     Marker("Prefill batch", Phase.WARMUP, engine=Engine.SGLANG, after=Phase.HTTP_UP),
+    # Any request answered: the HTTP side is up, whatever the request proves about the engine.
+    Marker(" HTTP/1.", Phase.HTTP_UP, _re(r'"(?:GET|POST|HEAD) /\S* HTTP/1\.\d" \d{3}')),
     Marker("The server is fired up and ready to roll", Phase.READY),
     # vLLM (engines.md §8). torch.compile runs inside the memory profiling that sizes the KV
     # cache, so its lines count as kv_cache; vLLM loads its drafter inside loading_weights.
@@ -90,6 +92,9 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Available routes are", Phase.HTTP_UP),
     Marker("Route: /", Phase.HTTP_UP, _re(r"^Route: /\S*, Methods:")),
 )
+
+# Lines whose phase depends on the engine: read again once a later line tells the engine.
+ENGINE_DEPENDENT = frozenset(m.needle for m in MARKERS if m.engine is not None)
 
 # Bars name the phase they belong to when the phase lines are missing (--log-level warning).
 BAR_PHASES: tuple[tuple[str, Phase], ...] = (

@@ -44,6 +44,7 @@ from firedup.logscan.normalize import (
 )
 from firedup.logscan.rules import (
     BAR_LABELS,
+    ENGINE_DEPENDENT,
     LAUNCH_BANNERS,
     MARKERS,
     Marker,
@@ -90,6 +91,7 @@ class LogScanner(FailureRules):
         self._borrowed = False
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
+        self._undecided: Line | None = None  # an engine-dependent line read before the engine
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Events completed by this chunk; a line still being written waits for its end."""
@@ -189,6 +191,10 @@ class LogScanner(FailureRules):
             self._story = True
         if self._detect and self.engine is None:
             self.engine = detect_engine(line.message, line.ranks)
+            if self.engine is not None and self._undecided is not None:
+                undecided, self._undecided = self._undecided, None
+                if self._verdict is Verdict.STARTING:
+                    self._phase_marker(undecided, now, out)  # what it meant for this engine
         if (
             self._verdict is Verdict.STARTING
             and self._serving_counts()
@@ -232,6 +238,8 @@ class LogScanner(FailureRules):
             if marker.needle in message and self._applies(marker, message):
                 if "HTTP/" not in message and quoted(message, message.find(marker.needle)):
                     continue  # an echoed argument (a served model name), not the engine's line
+                if self.engine is None and marker.needle in ENGINE_DEPENDENT:
+                    self._undecided = line
                 phase = self._draft_aware(marker, line.ranks)
                 self._advance(phase, line.text, now, out)
                 return

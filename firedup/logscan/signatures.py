@@ -140,10 +140,17 @@ SIGNATURES: tuple[Signature, ...] = (
         r"bfloat16 is only supported on gpus with compute capability"
         r"|gpus with compute capability below [\d.]+ are not supported",
     ),
+    W(R.UNSUPPORTED_GPU, "too old to be supported", r"too old to be supported by the triton gpu"),
     # Argument errors: argparse prints its usage, then `prog: error: ...`, and exits.
     S(R.BAD_ARGS, "usage:", r"^usage: \S+ .*\[-h\]"),
     # A usage dump whose first and last lines were cut: a line of bracketed options alone.
-    S(R.BAD_ARGS, "[-", r"^\s*(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*){2,}$"),
+    # Lines of bracketed options alone: two or more, or one indented as usage continues.
+    S(
+        R.BAD_ARGS,
+        "[-",
+        r"^(?:\s{2,}(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*)+"
+        r"|\s*(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*){2,})$",
+    ),
     S(
         R.BAD_ARGS,
         ": error: ",

@@ -172,3 +172,21 @@ def test_nested_process_tags_name_the_innermost_rank() -> None:
 def test_a_cut_bar_still_names_its_phase() -> None:
     state = explain("███Capturing CUDA graph shapes:  69%|████Capturing CUDA gr".encode())
     assert state.phase is Phase.CUDA_GRAPH
+
+
+def test_an_engine_dependent_line_is_read_again_once_the_engine_is_known() -> None:
+    alone = explain(b"INFO:     Application startup complete.\n")
+    assert alone.phase is Phase.HTTP_UP  # uvicorn's line: ready only from vLLM
+    named = explain(b"INFO:     Application startup complete.\n(EngineCore pid=2) INFO x\n")
+    assert (named.verdict, named.engine and named.engine.value) == (Verdict.READY, "vllm")
+
+
+def test_any_answered_request_shows_the_http_side_up() -> None:
+    polled = b'[2026-01-10 10:00:00] INFO:     127.0.0.1:1 - "GET /v1/models HTTP/1.1" 200 OK\n'
+    state = explain(polled)
+    assert (state.verdict, state.phase) == (Verdict.STARTING, Phase.HTTP_UP)
+
+
+def test_an_api_server_shutdown_in_an_excerpt_shows_a_server_that_served() -> None:
+    line = b"(APIServer pid=1) INFO 05-26 19:19:56 [launcher.py:100] [shutdown] API server: x\n"
+    assert explain(line).verdict is Verdict.READY
