@@ -196,6 +196,9 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.CRASH, "process ", r"^process [\w-]+:$"),
     S(R.CRASH, "exception in ", r"^exception in \w+:$"),
     S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
+    # A launcher or Ray saying the server (or the actor running it) is gone.
+    S(R.CRASH, "failed to start", r"failed to start (?:the )?model server"),
+    S(R.CRASH, "actor is dead", r"the actor is dead because its worker process has died"),
     S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
     S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),
     S(R.CRASH, "segmentation fault", r"segmentation fault"),

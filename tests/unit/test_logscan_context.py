@@ -190,3 +190,16 @@ def test_any_answered_request_shows_the_http_side_up() -> None:
 def test_an_api_server_shutdown_in_an_excerpt_shows_a_server_that_served() -> None:
     line = b"(APIServer pid=1) INFO 05-26 19:19:56 [launcher.py:100] [shutdown] API server: x\n"
     assert explain(line).verdict is Verdict.READY
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"2024-09-12 10:00:09.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start "
+        b"model server: integer division or modulo by zero\n",
+        b"The actor is dead because its worker process has died. Worker exit type: SYSTEM_ERROR\n",
+    ],
+)
+def test_a_launcher_saying_its_server_is_gone_is_a_crash(line: bytes) -> None:
+    state = explain(line)
+    assert (state.verdict, state.reason) == (Verdict.FAILED, Reason.CRASH)
