@@ -10,8 +10,8 @@ from typing import Any
 
 from firedup.engine import Engine
 from firedup.logscan import HINTS, LogScanner, Reason, Verdict
+from firedup.logscan.harmless import SERVING, is_routine
 from firedup.logscan.normalize import clean, parse_line
-from firedup.logscan.signatures import SERVING, is_routine
 from firedup.readiness import keep_policy as policy
 from firedup.readiness import nodewatch_checks as checks
 
