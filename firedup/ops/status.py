@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
@@ -15,6 +16,7 @@ from firedup.node.base import Node
 from firedup.node.lock import LockInfo, lock_status
 from firedup.node.probe import Probe, probe_run
 from firedup.ops.decode import DecodeStats, decode_stats
+from firedup.ops.facts import NodeFacts, gather_facts
 from firedup.ops.history import Action, HistoryRecord, read_history, stop_of
 from firedup.patching.record import parse_record, record_path
 from firedup.readiness.logfeed import read_once
@@ -57,6 +59,8 @@ class HostStatus:
     last_deploy: LastDeploy | None = None
     decode: DecodeStats | None = None
     lock: LockInfo | None = None
+    watch: dict[str, Any] | None = None  # the watch's own view (<rundir>/watch.json)
+    log_refused: str | None = None  # why the log was not read (not a regular file)
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -114,7 +118,41 @@ def last_deploy(records: Sequence[HistoryRecord]) -> LastDeploy | None:
 
 
 def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None) -> HostStatus:
-    """Everything `fab status` shows for one host; GPUs only when the deployment is given."""
+    """Everything `fab status` shows for one host; GPUs only when the deployment is given.
+    One round trip (ops/facts.py) where the node runs python3; fact by fact where not."""
+    facts = gather_facts(node, host, deployment)
+    if facts is not None:
+        return status_of(host, facts)
+    return _host_status_by_fact(node, host, deployment)
+
+
+def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
+    """What the node's facts say (pure)."""
+    run, probe, scan = facts.run, facts.probe, facts.scan
+    if run is None or probe is None or scan is None:
+        state = RunState.NEVER if run is None else RunState.STARTING
+        return HostStatus(host=host.name, state=state, run=run, lock=facts.lock)
+    state = state_of(probe, scan)
+    if not probe.alive and stop_of(facts.history, run.run_id) is not None:
+        state = RunState.STOPPED
+    return HostStatus(
+        host=host.name,
+        state=state,
+        run=run,
+        signals=signals_from(probe, scan),
+        scan=scan,
+        uptime_s=probe.node_time - run.started_at if probe.alive else None,
+        gpus=facts.gpus,
+        patches=facts.patches,
+        last_deploy=last_deploy(facts.history),
+        decode=decode_stats(facts.decode_tail) if probe.alive else None,
+        lock=facts.lock,
+        watch=facts.watch,
+        log_refused=facts.log_refused,
+    )
+
+
+def _host_status_by_fact(node: Node, host: HostSpec, deployment: Deployment | None) -> HostStatus:
     run = current_run(node, host)
     lock = lock_status(node, host)
     if run is None:

@@ -43,6 +43,8 @@ LOOKAHEAD_BYTES = 4 * 1024 * 1024  # this far behind the log's end: peek at the 
 PEEK_BYTES = 256 * 1024  # at most this much of the log's end per peek
 PEEK_OVERLAP = 64 * 1024  # re-read of the previous peek: a traceback's start, a cut line
 PEEK_EVERY_S = 0.2
+SUMMARY_FILE = "reader.json"  # in the run dir: what the reader learned, for `fab status`
+SUMMARY_EVERY_S = 5.0  # at most this often while only the offset moves
 
 
 def alive(pid: int | None) -> bool:
@@ -179,6 +181,7 @@ class Session:
         self.sent_key: tuple[object, ...] = ()
         self.sent_at = 0.0
         self.sent_offset = -1
+        self.summary: Summary | None = None
         out = sys.stdout.buffer
         out.write(b"\nFIREDUP-READER " + nonce.encode() + b"\n")
         out.flush()
@@ -227,9 +230,35 @@ class Session:
         out.flush()
         if not ahead:
             key = (state.verdict, state.phase, state.reason, state.progress, state.engine)
+            if self.summary is not None:
+                self.summary.write(state, self.offset, now, final or key[:3] != self.sent_key[:3])
             self.sent_key, self.sent_offset = key, self.offset
         self.sent_at = now
         self.urgent = False
+
+
+class Summary:
+    """What the in-order classifier learned, kept next to the log (`<rundir>/reader.json`,
+    replaced atomically) so `fab status` reads it instead of the log: the state and the
+    offset it covers. Written when the verdict, phase or cause moves, and at most every
+    SUMMARY_EVERY_S otherwise; a run dir we cannot write to just has none."""
+
+    def __init__(self, log_path: str) -> None:
+        self.path = os.path.join(os.path.dirname(log_path), SUMMARY_FILE)
+        self.at = 0.0
+
+    def write(self, state: ScanState, offset: int, now: float, moved: bool) -> None:
+        if not moved and now - self.at < SUMMARY_EVERY_S:
+            return
+        self.at = now
+        body = json.dumps({"offset": offset, "scan": state.to_json()}, separators=(",", ":"))
+        tmp = self.path + ".tmp"
+        try:
+            with open(tmp, "w") as fh:
+                fh.write(body)
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
 
 
 def follow(options: dict[str, Any], nonce: str) -> None:
@@ -241,6 +270,8 @@ def follow(options: dict[str, Any], nonce: str) -> None:
     # `once` looks only at the end: no looks on the way through the log.
     engine, offset = str(options.get("engine") or ""), int(options["offset"])
     session = Session(engine, offset, nonce, None if once else looker)
+    if not once and offset == 0:  # only a reader that saw the log from its start may summarise
+        session.summary = Summary(str(options["log"]))
     reader = Reader(str(options["log"]), int(options["offset"]))
     peeker = Peeker(str(options["log"]), str(options.get("engine") or ""))
     while True:

@@ -26,7 +26,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-ENTRY = "firedup.readiness.nodeside"
+ENTRY = "firedup.readiness.nodeside"  # the wait's reader
+FACTS = "firedup.readiness.nodefacts"  # status's and top's facts
 MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatter before it)
 
 # Runs on any python3: too old, or the reader does not import -> the plain log via tail.
@@ -39,8 +40,9 @@ def raw():
 if sys.version_info < (3, 8):
     raw()
 try:
-    import base64, json, zlib, importlib.abc, importlib.util
-    SRC = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
+    import base64, json, zlib, importlib, importlib.abc, importlib.util
+    BUNDLE = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
+    SRC = BUNDLE["modules"]
     class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         def find_spec(self, name, path=None, target=None):
             if name in SRC:
@@ -54,10 +56,10 @@ try:
                 module.__path__ = []
             exec(compile(text, "<firedup>/" + module.__name__, "exec"), module.__dict__)
     sys.meta_path.insert(0, Finder())
-    from firedup.readiness import nodeside
+    entry = importlib.import_module(BUNDLE["entry"])
 except Exception:
     raw()
-sys.exit(nodeside.main(sys.argv[2:4]))
+sys.exit(entry.main(sys.argv[2:4]))
 """
 
 
@@ -92,17 +94,17 @@ _BUILDING = threading.Lock()  # a fleet's waits ask at once; CPython 3.11's ast.
 # safe to run in two threads at once ("AST constructor recursion depth mismatch")
 
 
-def bundle() -> dict[str, tuple[bool, str]]:
-    """module name -> (is package, source) for the reader and every firedup module it needs.
+def bundle(entry: str = ENTRY) -> dict[str, tuple[bool, str]]:
+    """module name -> (is package, source) for `entry` and every firedup module it needs.
 
     Parent packages outside that closure ship empty: their __init__ may import the world."""
     with _BUILDING:
-        return _bundle()
+        return _bundle(entry)
 
 
 @cache
-def _bundle() -> dict[str, tuple[bool, str]]:
-    todo, found = [ENTRY], dict[str, tuple[bool, str]]()
+def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
+    todo, found = [entry], dict[str, tuple[bool, str]]()
     while todo:
         name = todo.pop()
         if name in found:
@@ -127,22 +129,25 @@ def _bundle() -> dict[str, tuple[bool, str]]:
     return found
 
 
-def bundle_arg() -> str:
+def bundle_arg(entry: str = ENTRY) -> str:
     with _BUILDING:
-        return _bundle_arg()
+        return _bundle_arg(entry)
 
 
 @cache
-def _bundle_arg() -> str:
-    data = json.dumps(_bundle(), sort_keys=True).encode("utf-8")
+def _bundle_arg(entry: str) -> str:
+    payload = {"entry": entry, "modules": _bundle(entry)}
+    data = json.dumps(payload, sort_keys=True).encode("utf-8")
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
 
 
-def reader_argv(options: dict[str, Any], nonce: str, tail: list[str]) -> list[str]:
-    """The command that runs the reader on the node with `options` (nodeside.main says
+def reader_argv(
+    options: dict[str, Any], nonce: str, tail: list[str], entry: str = ENTRY
+) -> list[str]:
+    """The command that runs `entry` (the reader) on the node with `options` (its main says
     which); `tail` is the fallback's argv."""
     encoded = json.dumps(options, separators=(",", ":"))
-    return ["python3", "-c", BOOT, bundle_arg(), nonce, encoded, *tail]
+    return ["python3", "-c", BOOT, bundle_arg(entry), nonce, encoded, *tail]
 
 
 def new_nonce() -> str:

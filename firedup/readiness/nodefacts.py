@@ -1,0 +1,255 @@
+"""Everything `fab status` and `fab top` know about a host, gathered on the node in one go.
+
+Shipped like the wait's reader (firedup.readiness.shipping, entry `nodefacts`) and run by the
+node's python3 (stdlib and firedup.logscan only, Python 3.8 syntax). The operator names the
+facts; this script only runs them, at once, and sends one frame back:
+
+- `current`: the current-run script's output (read first: the other facts need the run);
+- `facts`: each named argv, run concurrently (threads), its stdout bounded and base64; an
+  argument `@rundir`, `@port` or `@health` is the current run's (a fact that needs a run is
+  skipped when there is none);
+- `log`: the run's log where it is cheapest: what the wait's reader already learned
+  (`<rundir>/reader.json`, nodeside.Summary) and at most a bounded tail after it; a log that
+  is not a regular file is refused, and every read is bounded in bytes and time;
+- `metrics`: the server's `/metrics`, asked from the node (no port opened to the operator),
+  only the engines' own lines;
+- `files`: small files of the run directory (the watch's `watch.json`), bounded.
+
+Adding a fact is one entry in the operator's `facts` (ops/facts.py) and its parser there.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from typing import Any
+
+from firedup.engine import Engine
+from firedup.logscan import LogScanner, Verdict
+from firedup.readiness.nodeside import SUMMARY_FILE, alive
+
+FACT_TIMEOUT_S = 10.0
+MAX_FACT_BYTES = 1024 * 1024
+MAX_FILE_BYTES = 64 * 1024
+METRICS_TIMEOUT_S = 3.0
+MAX_METRICS_BYTES = 4 * 1024 * 1024
+READ_CHUNK = 1024 * 1024
+
+
+def _fields(text: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key not in out:
+            out[key] = value
+    return out
+
+
+def _run(argv: list[str]) -> str | None:
+    try:
+        done = subprocess.run(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=FACT_TIMEOUT_S
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return base64.b64encode(done.stdout[:MAX_FACT_BYTES]).decode("ascii")
+
+
+class Run:
+    """The current run as the node sees it: its directory, port, pid and health URL."""
+
+    def __init__(self, workdir: str, current_out: str) -> None:
+        fields = _fields(current_out)
+        self.meta: dict[str, Any] = {}
+        try:
+            self.meta = json.loads(fields.get("meta") or "{}")
+        except ValueError:
+            self.meta = {}
+        pid = fields.get("pid", "").strip()
+        self.pid = int(pid) if pid.isdigit() else None
+        run_id = str(self.meta.get("run_id") or "")
+        self.rundir = os.path.join(workdir, "runs", run_id) if run_id else ""
+        self.port = str(self.meta.get("port") or "")
+        bind = str(self.meta.get("bind") or "")
+        host = bind if bind not in ("0.0.0.0", "::", "") else "127.0.0.1"
+        host = f"[{host}]" if ":" in host else host
+        self.base = f"http://{host}:{self.port}"
+
+    def arg(self, value: str) -> str | None:
+        tokens = {"@rundir": self.rundir, "@port": self.port, "@health": self.base + "/health"}
+        if value not in tokens:
+            return value
+        return tokens[value] or None
+
+
+def run_facts(run: Run | None, facts: dict[str, list[str]]) -> dict[str, str | None]:
+    """Each fact's argv at once; None for a fact that could not run (or needs a run)."""
+    out: dict[str, str | None] = {}
+    jobs = []
+    for name, argv in facts.items():
+        args = [run.arg(a) if run else (None if a.startswith("@") else a) for a in argv]
+        if any(a is None for a in args):
+            out[name] = None
+            continue
+
+        def job(name: str = name, args: list[str] = args) -> None:  # type: ignore[assignment]
+            out[name] = _run(args)
+
+        thread = threading.Thread(target=job, daemon=True)
+        thread.start()
+        jobs.append(thread)
+    for thread in jobs:
+        thread.join(FACT_TIMEOUT_S + 1)
+    return out
+
+
+def _read(fh: Any, size: int, deadline: float) -> bytes:
+    chunks: list[bytes] = []
+    while size > 0 and time.monotonic() < deadline:
+        data = fh.read(min(READ_CHUNK, size))
+        if not data:
+            break
+        chunks.append(data)
+        size -= len(data)
+    return b"".join(chunks)
+
+
+def _summary(rundir: str) -> dict[str, Any] | None:
+    try:
+        with open(os.path.join(rundir, SUMMARY_FILE), "rb") as fh:
+            data = json.loads(fh.read(MAX_FILE_BYTES))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "scan" in data else None
+
+
+def read_log(run: Run, opts: dict[str, Any]) -> dict[str, Any]:
+    """The log's state, read where it is cheapest and never more than the bounds allow.
+
+    With the wait's summary of a ready or failed run: that state, and (only when the server
+    is gone) the log's last `tail_bytes` for the cause of its death. Without one: the log in
+    order from its start, up to `head_bytes`; past that, its tail the same way. Always the
+    last `decode_bytes` for the serving stats of a live server."""
+    path = os.path.join(run.rundir, "server.log")
+    try:
+        info = os.stat(path)
+    except OSError:
+        return {"size": None}
+    if not stat.S_ISREG(info.st_mode):
+        return {"size": None, "refused": "the log is not a regular file"}
+    deadline = time.monotonic() + float(opts.get("budget_s") or 3.0)
+    size, running = info.st_size, alive(run.pid)
+    engine = Engine(run.meta["engine"]) if run.meta.get("engine") else None
+    summary = _summary(run.rundir)
+    done = summary and summary["scan"].get("verdict") in (Verdict.READY, Verdict.FAILED)
+    out: dict[str, Any] = {"size": size, "alive": running}
+    with open(path, "rb") as fh:
+        if summary is not None and done and int(summary.get("offset") or 0) <= size:
+            out.update(source="summary", scan=summary["scan"], offset=summary["offset"])
+            if not running and summary["scan"].get("verdict") == Verdict.READY:
+                out.update(_tail_verdict(fh, size, int(opts["tail_bytes"]), engine, deadline))
+        else:
+            scanner = LogScanner(engine=engine)
+            scanner.feed(_read(fh, min(size, int(opts["head_bytes"])), deadline))
+            offset = min(size, int(opts["head_bytes"]))
+            complete = offset >= size and time.monotonic() < deadline
+            if complete and not running:
+                scanner.finish()
+            out.update(source="read" if complete else "partial", scan=scanner.state.to_json())
+            out["offset"] = offset
+            if not complete and not running:
+                out.update(_tail_verdict(fh, size, int(opts["tail_bytes"]), engine, deadline))
+        if running:
+            start = max(0, size - int(opts["decode_bytes"]))
+            fh.seek(start)
+            out["decode"] = _decode_lines(_read(fh, size - start, deadline), opts)
+    return out
+
+
+def _decode_lines(data: bytes, opts: dict[str, Any]) -> str:
+    """The last serving-stats lines of the log's tail (the markers are the operator's)."""
+    markers = [str(m) for m in opts.get("decode_markers") or ()]
+    text = data.decode("utf-8", "replace").replace("\r", "\n")
+    lines = [ln[:1000] for ln in text.split("\n") if any(m in ln for m in markers)]
+    return "\n".join(lines[-int(opts.get("decode_lines") or 20) :])
+
+
+def _tail_verdict(
+    fh: Any, size: int, tail_bytes: int, engine: Engine | None, deadline: float
+) -> dict[str, Any]:
+    """A dead server's last words: its log's end classified on its own; a failure found
+    there replaces the state read before it."""
+    start = max(0, size - tail_bytes)
+    fh.seek(start)
+    scanner = LogScanner(engine=engine)
+    scanner.feed(_read(fh, size - start, deadline))
+    scanner.finish()
+    state = scanner.state
+    return {"tail_scan": state.to_json()} if state.verdict is Verdict.FAILED else {}
+
+
+def read_metrics(run: Run, opts: dict[str, Any]) -> str | None:
+    """The engine's own lines of `/metrics`, asked from the node (no proxy: our loopback)."""
+    if not run.port or not alive(run.pid):
+        return None
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(run.base + "/metrics", timeout=METRICS_TIMEOUT_S) as reply:
+            body = reply.read(MAX_METRICS_BYTES)
+    except Exception:  # any failure to answer is "no metrics"
+        return None
+    prefixes = tuple(str(p) for p in opts.get("prefixes") or ())
+    text = body.decode("utf-8", "replace")
+    return "\n".join(ln for ln in text.splitlines() if ln.startswith(prefixes))
+
+
+def read_files(run: Run, names: list[str]) -> dict[str, str | None]:
+    out: dict[str, str | None] = {}
+    for name in names:
+        try:
+            with open(os.path.join(run.rundir, os.path.basename(name)), "rb") as fh:
+                out[name] = fh.read(MAX_FILE_BYTES).decode("utf-8", "replace")
+        except OSError:
+            out[name] = None
+    return out
+
+
+def gather(options: dict[str, Any]) -> dict[str, Any]:
+    current = _run([str(a) for a in options["current"]])
+    text = base64.b64decode(current).decode("utf-8", "replace") if current else ""
+    run = Run(str(options["workdir"]), text) if "meta=" in text else None
+    result: dict[str, Any] = {"current": current, "now": time.time()}
+    metrics: list[str | None] = [None]
+    fetch = None
+    if run is not None and options.get("metrics") is not None:
+        fetch = threading.Thread(
+            target=lambda: metrics.__setitem__(0, read_metrics(run, options["metrics"])),
+            daemon=True,
+        )
+        fetch.start()
+    result["facts"] = run_facts(run, {k: list(v) for k, v in options["facts"].items()})
+    if run is not None:
+        result["log"] = read_log(run, options["log"])
+        result["files"] = read_files(run, list(options.get("files") or ()))
+    if fetch is not None:
+        fetch.join(METRICS_TIMEOUT_S + 1)
+        result["metrics"] = metrics[0]
+    return result
+
+
+def main(argv: list[str]) -> int:
+    """argv: NONCE OPTIONS (a JSON object: workdir, current, facts, log, metrics, files)."""
+    nonce, options = argv
+    out = sys.stdout.buffer
+    out.write(b"\nFIREDUP-READER " + nonce.encode() + b"\n")
+    body = json.dumps(gather(json.loads(options)), separators=(",", ":")).encode()
+    out.write(b"S %d\n" % len(body) + body)
+    out.flush()
+    return 0
