@@ -11,6 +11,7 @@ import threading
 import time
 from typing import Any
 
+from firedup_sim.metrics import METRICS
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
 from sglang.srt.environ import envs
@@ -127,7 +128,21 @@ def _run(state: GlobalState, prompt: str, max_new_tokens: int, warmup: bool) -> 
     req = {"input_len": max(1, len(prompt.split())), "max_new_tokens": max_new_tokens}
     if warmup:
         req["warmup"] = True
-    return state.submit(req, 600.0)
+    started = time.monotonic()
+    with METRICS.request():
+        reply = state.submit(req, 600.0)
+    if reply and reply.get("ok") and not warmup:
+        accept = (
+            float(reply.get("accept_len") or 0) if state.server_args.speculative_algorithm else 0
+        )
+        seconds = time.monotonic() - started
+        METRICS.served(req["input_len"], int(reply["completion_tokens"]), seconds, accept)
+    return reply
+
+
+def metrics(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    text = METRICS.sglang(state.server_args.served_model_name, METRICS.kv_usage())
+    h.send_reply(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
 
 def _parse(body: bytes) -> dict[str, Any]:
@@ -217,6 +232,7 @@ ROUTES = {
     ("GET", "/get_server_info"): server_info,
     ("GET", "/v1/models"): list_models,
     ("GET", "/ping"): ping,
+    ("GET", "/metrics"): metrics,
     ("POST", "/generate"): generate,
     ("POST", "/v1/completions"): lambda h, s, b: _openai(h, s, b, chat=False),
     ("POST", "/v1/chat/completions"): lambda h, s, b: _openai(h, s, b, chat=True),
