@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -199,10 +200,8 @@ def top(
 def _width(console: Console) -> int:
     """The terminal's own width, asked at each refresh: a resize takes effect, and a stale
     COLUMNS in the environment (which rich would believe) does not squeeze the table."""
-    try:
+    with contextlib.suppress(OSError, ValueError):
         console.width = os.get_terminal_size(sys.stdout.fileno()).columns
-    except (OSError, ValueError):
-        pass
     return console.width
 
 

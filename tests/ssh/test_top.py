@@ -134,4 +134,3 @@ def test_top_in_a_real_terminal(fleet: Fleet, tmux: Tmux, width: int) -> None:  
     if width >= 200:  # everything fits: latencies, KV and GPUs too
         for header in ("TTFT", "ITL", "KV", "PREFIX", "GPU"):
             assert header in screen, screen
-
