@@ -82,6 +82,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         parts.append(f"up {result.uptime_s:.0f}s")
     if result.lock:
         parts.append(f"lock {result.lock.describe()}")
+    if result.log_refused:
+        parts.append(f"log not read: {result.log_refused}")
     return "; ".join(parts)
 
 

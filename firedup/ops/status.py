@@ -129,9 +129,13 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
 def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
     """What the node's facts say (pure)."""
     run, probe, scan = facts.run, facts.probe, facts.scan
-    if run is None or probe is None or scan is None:
+    if run is None or probe is None:
         state = RunState.NEVER if run is None else RunState.STARTING
-        return HostStatus(host=host.name, state=state, run=run, lock=facts.lock)
+        return HostStatus(
+            host=host.name, state=state, run=run, lock=facts.lock, log_refused=facts.log_refused
+        )
+    if scan is None:  # no log to read (not yet written, or refused): nothing it said counts
+        scan = LogScanner(engine=run.engine).state
     state = state_of(probe, scan)
     if not probe.alive and stop_of(facts.history, run.run_id) is not None:
         state = RunState.STOPPED
