@@ -9,11 +9,9 @@ import threading
 import time
 from collections.abc import Callable
 from json import dumps
+from typing import TYPE_CHECKING
 
 from invoke.context import Context
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
 
 from firedup.errors import DeployError
 from firedup.node.base import Node
@@ -31,7 +29,10 @@ from .common import (
     say,
     task,
 )
-from .live import bar_graphic
+
+if TYPE_CHECKING:  # rich is loaded by `fab top` only: `fab --list` stays fast
+    from rich.console import Console
+    from rich.table import Table
 
 INTERVAL_S = 2.0
 
@@ -49,6 +50,8 @@ def _pair(a: str, b: str) -> str:
 
 
 def _phase(row: TopRow) -> str:
+    from .live import bar_graphic
+
     if row.error:
         return row.error
     text = row.phase or "-"
@@ -106,6 +109,8 @@ def fit_columns(rows: list[TopRow], width: int) -> list[int]:
 
 
 def top_table(rows: list[TopRow], width: int) -> Table:
+    from rich.table import Table
+
     table = Table(box=None, padding=(0, 1, 0, 0), show_edge=False, pad_edge=False)
     chosen = fit_columns(rows, width - 1)
     for index in chosen:
@@ -189,6 +194,8 @@ def top(
                     for row in rows:
                         say(dumps(row.to_json(), sort_keys=True))
                 else:
+                    from rich.console import Console
+
                     console = Console(highlight=False)
                     console.print(top_table(rows, _width(console)))
                 return
@@ -206,6 +213,9 @@ def _width(console: Console) -> int:
 
 
 def _live(fleet: Fleet, every: float) -> None:
+    from rich.console import Console
+    from rich.live import Live
+
     console = Console(highlight=False)
     rows = fleet.refresh()
     with Live(console=console, auto_refresh=False, screen=False) as live:

@@ -43,6 +43,7 @@ LOOKAHEAD_BYTES = 4 * 1024 * 1024  # this far behind the log's end: peek at the 
 PEEK_BYTES = 256 * 1024  # at most this much of the log's end per peek
 PEEK_OVERLAP = 64 * 1024  # re-read of the previous peek: a traceback's start, a cut line
 PEEK_EVERY_S = 0.2
+SETTLE_S = 0.4  # a failure's traceback has ended when the log is this quiet after it
 SUMMARY_FILE = "reader.json"  # in the run dir: what the reader learned, for `fab status`
 SUMMARY_EVERY_S = 5.0  # at most this often while only the offset moves
 
@@ -182,16 +183,28 @@ class Session:
         self.sent_at = 0.0
         self.sent_offset = -1
         self.summary: Summary | None = None
+        self.fed_at = 0.0  # when bytes last came
+        self.settled = False  # a failure whose log went quiet was told (once)
         out = sys.stdout.buffer
         out.write(b"\nFIREDUP-READER " + nonce.encode() + b"\n")
         out.flush()
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, now: float) -> None:
+        self.fed_at = now
         self.offset += len(data)
         events = self.scanner.feed(data)
         self.urgent = self.urgent or any(e.kind in URGENT for e in events)
         text = data.decode("utf-8", "replace").replace("\r", "\n")
         self.tail.extend(ln[:LINE_CHARS] for ln in text.split("\n") if ln.strip())
+
+    def settle(self, now: float) -> None:
+        """A failure read, and the log quiet since: the traceback has ended, the cause is
+        known; say so at once (the server may take seconds more to exit)."""
+        state = self.scanner.state
+        if self.settled or state.verdict is not Verdict.FAILED or now - self.fed_at < SETTLE_S:
+            return
+        self.settled = self.urgent = True
+        self.send(state, now, self.looker is not None, False)
 
     def maybe_send(self, now: float, final: bool = False) -> None:
         state = self.scanner.state
@@ -224,6 +237,8 @@ class Session:
             frame["tail"] = list(self.tail)
         if final:
             frame["exited"] = True
+        if self.settled:
+            frame["settled"] = True
         body = json.dumps(frame, separators=(",", ":")).encode()
         out = sys.stdout.buffer
         out.write(b"S %d\n" % len(body) + body)
@@ -281,7 +296,7 @@ def follow(options: dict[str, Any], nonce: str) -> None:
             session.send_ahead(ahead, time.monotonic())
         data = reader.read()
         if data:
-            session.feed(data)
+            session.feed(data, time.monotonic())
         elif not running or once:  # `once`: the log's end as it is now, server up or not
             if not running:
                 session.scanner.finish()
@@ -290,6 +305,7 @@ def follow(options: dict[str, Any], nonce: str) -> None:
             return
         session.maybe_send(time.monotonic())
         if not data:
+            session.settle(time.monotonic())
             time.sleep(POLL_S)
 
 

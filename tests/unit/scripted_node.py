@@ -205,13 +205,15 @@ class ScriptedNode:
             data, pos, done = self.log[pos:], len(self.log), False
             with self._on_node() as out:
                 if data:
-                    session.feed(data)
+                    session.feed(data, now)
                 elif not running:
                     session.scanner.finish()
                     session.maybe_send(now, final=True)
                     done = True
                 if not done:
                     session.maybe_send(now)
+                if not done and not data:
+                    session.settle(now)
             sent += out.getvalue()
             if sent or done or now - quiet_since >= tick_s:
                 yield sent  # the channel delivers what was written; b"" after a quiet tick
