@@ -28,12 +28,12 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from typing import Any
 
-from firedup.engine import Engine
-from firedup.logscan import LogScanner, Verdict
-from firedup.readiness.nodeside import SUMMARY_FILE, alive
+from firedup.readiness import nodelook
+from firedup.readiness.nodeproc import SUMMARY_FILE, alive
+
+DONE = ("ready", "failed")  # the verdicts a summary can be trusted with (logscan.Verdict)
 
 FACT_TIMEOUT_S = 10.0
 MAX_FACT_BYTES = 1024 * 1024
@@ -89,25 +89,40 @@ class Run:
         return tokens[value] or None
 
 
-def run_facts(run: Run | None, facts: dict[str, list[str]]) -> dict[str, str | None]:
-    """Each fact's argv at once; None for a fact that could not run (or needs a run)."""
-    out: dict[str, str | None] = {}
-    jobs = []
-    for name, argv in facts.items():
-        args = [run.arg(a) if run else (None if a.startswith("@") else a) for a in argv]
-        if any(a is None for a in args):
-            out[name] = None
-            continue
+class Jobs:
+    """Facts running at once, each in a thread; `join` gives name -> base64 stdout (None for
+    a fact that could not run, or needs a run when there is none)."""
 
-        def job(name: str = name, args: list[str] = args) -> None:  # type: ignore[assignment]
-            out[name] = _run(args)
+    def __init__(self) -> None:
+        self.out: dict[str, str | None] = {}
+        self.threads: list[threading.Thread] = []
 
-        thread = threading.Thread(target=job, daemon=True)
-        thread.start()
-        jobs.append(thread)
-    for thread in jobs:
-        thread.join(FACT_TIMEOUT_S + 1)
-    return out
+    def start(self, run: Run | None, facts: dict[str, list[str]]) -> None:
+        for name, argv in facts.items():
+            args = [run.arg(a) if run else (None if a.startswith("@") else a) for a in argv]
+            if any(a is None for a in args):
+                self.out[name] = None
+                continue
+            thread = threading.Thread(target=self._one, args=(name, args, run), daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def _one(self, name: str, args: list[str], run: Run | None) -> None:
+        looked = _look(run) if name == "probe" and run is not None else None
+        self.out[name] = looked if looked is not None else _run(args)
+
+    def join(self) -> dict[str, str | None]:
+        for thread in self.threads:
+            thread.join(FACT_TIMEOUT_S + 1)
+        return self.out
+
+
+def _look(run: Run) -> str | None:
+    """The `probe` fact from /proc here, without its forks (nodelook), when /proc can tell."""
+    if not run.port.isdigit():
+        return None
+    text = nodelook.look(run.rundir, int(run.port), run.base + "/health")
+    return base64.b64encode(text.encode()).decode("ascii") if text is not None else None
 
 
 def _read(fh: Any, size: int, deadline: float) -> bytes:
@@ -146,17 +161,17 @@ def read_log(run: Run, opts: dict[str, Any]) -> dict[str, Any]:
         return {"size": None, "refused": "the log is not a regular file"}
     deadline = time.monotonic() + float(opts.get("budget_s") or 3.0)
     size, running = info.st_size, alive(run.pid)
-    engine = Engine(run.meta["engine"]) if run.meta.get("engine") else None
+    engine = run.meta.get("engine") or None
     summary = _summary(run.rundir)
-    done = summary and summary["scan"].get("verdict") in (Verdict.READY, Verdict.FAILED)
+    done = summary and summary["scan"].get("verdict") in DONE
     out: dict[str, Any] = {"size": size, "alive": running}
     with open(path, "rb") as fh:
         if summary is not None and done and int(summary.get("offset") or 0) <= size:
             out.update(source="summary", scan=summary["scan"], offset=summary["offset"])
-            if not running and summary["scan"].get("verdict") == Verdict.READY:
+            if not running and summary["scan"].get("verdict") == "ready":
                 out.update(_tail_verdict(fh, size, int(opts["tail_bytes"]), engine, deadline))
         else:
-            scanner = LogScanner(engine=engine)
+            scanner = _scanner(engine)
             scanner.feed(_read(fh, min(size, int(opts["head_bytes"])), deadline))
             offset = min(size, int(opts["head_bytes"]))
             complete = offset >= size and time.monotonic() < deadline
@@ -182,23 +197,33 @@ def _decode_lines(data: bytes, opts: dict[str, Any]) -> str:
 
 
 def _tail_verdict(
-    fh: Any, size: int, tail_bytes: int, engine: Engine | None, deadline: float
+    fh: Any, size: int, tail_bytes: int, engine: str | None, deadline: float
 ) -> dict[str, Any]:
     """A dead server's last words: its log's end classified on its own; a failure found
     there replaces the state read before it."""
     start = max(0, size - tail_bytes)
     fh.seek(start)
-    scanner = LogScanner(engine=engine)
+    scanner = _scanner(engine)
     scanner.feed(_read(fh, size - start, deadline))
     scanner.finish()
-    state = scanner.state
-    return {"tail_scan": state.to_json()} if state.verdict is Verdict.FAILED else {}
+    state = scanner.state.to_json()
+    return {"tail_scan": state} if state["verdict"] == "failed" else {}
+
+
+def _scanner(engine: str | None) -> Any:
+    """The classifier, imported only when the log must be read (a tenth of a second)."""
+    from firedup.engine import Engine
+    from firedup.logscan import LogScanner
+
+    return LogScanner(engine=Engine(engine) if engine else None)
 
 
 def read_metrics(run: Run, opts: dict[str, Any]) -> str | None:
     """The engine's own lines of `/metrics`, asked from the node (no proxy: our loopback)."""
     if not run.port or not alive(run.pid):
         return None
+    import urllib.request  # here, in its own thread: its import alone takes 50 ms
+
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
         with opener.open(run.base + "/metrics", timeout=METRICS_TIMEOUT_S) as reply:
@@ -222,10 +247,15 @@ def read_files(run: Run, names: list[str]) -> dict[str, str | None]:
 
 
 def gather(options: dict[str, Any]) -> dict[str, Any]:
+    facts = {str(k): [str(a) for a in v] for k, v in options["facts"].items()}
+    free = {k: v for k, v in facts.items() if not any(a.startswith("@") for a in v)}
+    jobs = Jobs()
+    jobs.start(None, free)  # what needs no run starts before the run is read
     current = _run([str(a) for a in options["current"]])
     text = base64.b64decode(current).decode("utf-8", "replace") if current else ""
     run = Run(str(options["workdir"]), text) if "meta=" in text else None
     result: dict[str, Any] = {"current": current, "now": time.time()}
+    jobs.start(run, {k: v for k, v in facts.items() if k not in free})
     metrics: list[str | None] = [None]
     fetch = None
     if run is not None and options.get("metrics") is not None:
@@ -234,10 +264,10 @@ def gather(options: dict[str, Any]) -> dict[str, Any]:
             daemon=True,
         )
         fetch.start()
-    result["facts"] = run_facts(run, {k: list(v) for k, v in options["facts"].items()})
-    if run is not None:
+    if run is not None:  # while the facts run
         result["log"] = read_log(run, options["log"])
         result["files"] = read_files(run, list(options.get("files") or ()))
+    result["facts"] = jobs.join()
     if fetch is not None:
         fetch.join(METRICS_TIMEOUT_S + 1)
         result["metrics"] = metrics[0]

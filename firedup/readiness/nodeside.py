@@ -30,6 +30,8 @@ from typing import Any, BinaryIO
 
 from firedup.engine import Engine
 from firedup.logscan import EventKind, LogScanner, Phase, ScanState, Verdict
+from firedup.readiness import nodelook
+from firedup.readiness.nodeproc import SUMMARY_FILE, alive
 
 READ_BYTES = 256 * 1024  # per read: the loop turns often (states, peeks) inside a burst
 POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
@@ -44,27 +46,7 @@ PEEK_BYTES = 256 * 1024  # at most this much of the log's end per peek
 PEEK_OVERLAP = 64 * 1024  # re-read of the previous peek: a traceback's start, a cut line
 PEEK_EVERY_S = 0.2
 SETTLE_S = 0.4  # a failure's traceback has ended when the log is this quiet after it
-SUMMARY_FILE = "reader.json"  # in the run dir: what the reader learned, for `fab status`
 SUMMARY_EVERY_S = 5.0  # at most this often while only the offset moves
-
-
-def alive(pid: int | None) -> bool:
-    """The server's main process exists and has not exited (no pid: read what is there, then
-    stop). An exited process nobody has reaped yet (a zombie) is dead, as probe.sh says."""
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no /proc to ask: kill -0 said it exists
-    return state not in ("Z", "X")
 
 
 class Reader:
@@ -96,6 +78,7 @@ class Looker:
         self.health_url = str(spec.get("health_url") or "")
         self.tick_s = float(spec.get("tick_s") or 1.0)
         self.loading_s = float(spec.get("loading_s") or self.tick_s)
+        self.inproc = bool(spec.get("inproc"))  # the look from /proc here (nodelook)
         self.at = 0.0
         self.listening = False
         self.healthy_at_ready = False
@@ -111,16 +94,21 @@ class Looker:
 
     def look(self, phase: Phase, now: float) -> str:
         near = self.listening or phase.order >= Phase.HTTP_UP.order
+        url = self.health_url if near else ""
         argv = ["bash", "-c", self.script, "firedup-probe", *self.args, "0", "0"]
-        if near and self.health_url:
-            argv.append(self.health_url)
-        try:
-            done = subprocess.run(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S
-            )
-            out = done.stdout.decode("ascii", "replace")
-        except (OSError, subprocess.TimeoutExpired):
-            out = ""
+        argv += [url] if url else []
+        out = nodelook.look(self.args[0], int(self.args[1]), url) if self.inproc else None
+        if out is None:  # /proc cannot tell: probe.sh, with its forks
+            try:
+                done = subprocess.run(
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    timeout=PROBE_TIMEOUT_S,
+                )
+                out = done.stdout.decode("ascii", "replace")
+            except (OSError, subprocess.TimeoutExpired):
+                out = ""
         self.at = now
         self.listening = self.listening or any(
             ln.startswith("ss=") and len(ln.strip()) > 3 and ln.strip() != "ss=missing"

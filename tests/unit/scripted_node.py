@@ -191,7 +191,8 @@ class ScriptedNode:
         the log is the script's, the server's pid is alive until a step says it dies."""
         look = options.get("look")
         with self._on_node() as out:
-            looker = nodeside.Looker(look) if isinstance(look, dict) else None
+            # The looks are the script's (its fake probe), never this machine's /proc.
+            looker = nodeside.Looker({**look, "inproc": False}) if isinstance(look, dict) else None
             pos = int(str(options["offset"]))
             session = nodeside.Session(str(options["engine"]), pos, nonce, looker)
         quiet_since, sent = self.clock(), out.getvalue()
