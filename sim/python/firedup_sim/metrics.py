@@ -108,14 +108,12 @@ class Metrics:
                 )
         return "\n".join(lines) + "\n"
 
-    def sglang(self, model: str, token_usage: float) -> str:
-        lab = f'model_name="{model}",engine_type="unified",tp_rank="0",pp_rank="0"'
+    def sglang(self, lab: str, token_usage: float) -> str:
+        """What the server's request gauges (http_api.GlobalState) do not already say."""
         with self.lock:
             hit = self.cached_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
             accept = 1 + self.accepted / self.drafts if self.drafts else 0.0
             lines = [
-                f"sglang:num_running_reqs{{{lab}}} {self.running}.0",
-                f"sglang:num_queue_reqs{{{lab}}} {self.waiting}.0",
                 f"sglang:token_usage{{{lab}}} {token_usage}",
                 f"sglang:cache_hit_rate{{{lab}}} {hit}",
                 f"sglang:spec_accept_length{{{lab}}} {accept}",
@@ -125,7 +123,7 @@ class Metrics:
                 *self.ttft.lines("sglang:time_to_first_token_seconds", lab),
                 *self.itl.lines("sglang:inter_token_latency_seconds", lab),
             ]
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines)
 
     def kv_usage(self) -> float:
         """A KV cache that fills with the requests in flight."""

@@ -30,13 +30,28 @@ class GlobalState:
         self.lock = threading.Lock()
         self.status = "Starting"
         self.model_info: dict[str, Any] = {}
+        # Requests in the scheduler (one at a time: TP0's channel) and waiting for it: what
+        # the real scheduler's gauges count (sglang:num_running_reqs / num_queue_reqs).
+        self.running = 0
+        self.queued = 0
+        self.counts = threading.Lock()
+
+    def _count(self, running: int, queued: int) -> None:
+        with self.counts:
+            self.running += running
+            self.queued += queued
 
     def submit(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        self._count(0, 1)
         with self.lock:
-            self.rank0_conn.send(req)
-            if not self.rank0_conn.poll(timeout_s):
-                return None
-            return self.rank0_conn.recv()
+            self._count(1, -1)
+            try:
+                self.rank0_conn.send(req)
+                if not self.rank0_conn.poll(timeout_s):
+                    return None
+                return self.rank0_conn.recv()
+            finally:
+                self._count(-1, 0)
 
 
 STATE: GlobalState | None = None
@@ -120,6 +135,29 @@ def list_models(h: SglangHandler, state: GlobalState, body: bytes) -> None:
     h.reply_json(200, {"object": "list", "data": [card]})
 
 
+def metrics(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    """Prometheus text, only with --enable-metrics (as the real server mounts /metrics), under
+    the real names and labels (sglang 0.5.9 metrics/collector.py, scheduler_metrics_mixin.py)."""
+    args = state.server_args
+    if not getattr(args, "enable_metrics", False):
+        h.reply_json(404, {"detail": "Not Found"})
+        return
+    labels = (
+        f'engine_type="unified",model_name="{args.served_model_name}",moe_ep_rank="0",'
+        'pp_rank="0",tp_rank="0"'
+    )
+    lines = []
+    for name, help_text, value in (
+        ("sglang:num_running_reqs", "The number of running requests.", state.running),
+        ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", state.queued),
+    ):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        lines.append(f"{name}{{{labels}}} {float(value)}")
+    usage = min(1.0, 0.25 * (state.running + state.queued))
+    lines.append(METRICS.sglang(labels, usage))  # tokens, latencies, cache, speculation
+    h.send_reply(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4")
+
+
 def ping(h: SglangHandler, state: GlobalState, body: bytes) -> None:
     h.send_reply(200)
 
@@ -129,8 +167,7 @@ def _run(state: GlobalState, prompt: str, max_new_tokens: int, warmup: bool) -> 
     if warmup:
         req["warmup"] = True
     started = time.monotonic()
-    with METRICS.request():
-        reply = state.submit(req, 600.0)
+    reply = state.submit(req, 600.0)
     if reply and reply.get("ok") and not warmup:
         accept = (
             float(reply.get("accept_len") or 0) if state.server_args.speculative_algorithm else 0
@@ -138,11 +175,6 @@ def _run(state: GlobalState, prompt: str, max_new_tokens: int, warmup: bool) -> 
         seconds = time.monotonic() - started
         METRICS.served(req["input_len"], int(reply["completion_tokens"]), seconds, accept)
     return reply
-
-
-def metrics(h: SglangHandler, state: GlobalState, body: bytes) -> None:
-    text = METRICS.sglang(state.server_args.served_model_name, METRICS.kv_usage())
-    h.send_reply(200, text.encode(), "text/plain; version=0.0.4; charset=utf-8")
 
 
 def _parse(body: bytes) -> dict[str, Any]:
