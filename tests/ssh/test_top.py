@@ -53,7 +53,7 @@ def fleet(sshd: Sshd, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Flee
     root = tmp_path_factory.mktemp("top")
     deployments, hosts = {}, {}
     for name, speed in (("serving", "4"), ("idle", "4"), ("boot1", "0.04"), ("boot2", "0.04")):
-        deployments[name] = sim_deployment(args={"enable_metrics": True})
+        deployments[name] = sim_deployment(args={"enable-metrics": True})
         hosts[name] = ssh_host(sshd, root / name, name)
         hosts[name]["env"]["FIREDUP_SIM_SPEED"] = speed
     inv = root / "hosts.yaml"
