@@ -29,6 +29,7 @@ from .common import (
     say,
     task,
 )
+from .shown import shown
 
 if TYPE_CHECKING:  # rich is loaded by `fab top` only: `fab --list` stays fast
     from rich.console import Console
@@ -110,6 +111,7 @@ def fit_columns(rows: list[TopRow], width: int) -> list[int]:
 
 def top_table(rows: list[TopRow], width: int) -> Table:
     from rich.table import Table
+    from rich.text import Text  # a cell is text, never markup: host names, errors from nodes
 
     table = Table(box=None, padding=(0, 1, 0, 0), show_edge=False, pad_edge=False)
     chosen = fit_columns(rows, width - 1)
@@ -118,7 +120,7 @@ def top_table(rows: list[TopRow], width: int) -> Table:
         limit = {0: 16, 2: 36}.get(index)
         table.add_column(header, no_wrap=True, overflow="ellipsis", max_width=limit)
     for row in rows:
-        table.add_row(*(COLUMNS[i][1](row) for i in chosen))
+        table.add_row(*(Text(shown(COLUMNS[i][1](row))) for i in chosen))
     return table
 
 
