@@ -146,7 +146,7 @@ def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
         run=run,
         signals=signals_from(probe, scan),
         scan=scan,
-        uptime_s=probe.node_time - run.started_at if probe.alive else None,
+        uptime_s=uptime(probe, run),
         gpus=facts.gpus,
         patches=facts.patches,
         last_deploy=last_deploy(facts.history),

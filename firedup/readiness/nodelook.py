@@ -121,6 +121,17 @@ def _identity_ok(rundir: str, pid: int) -> bool:
     return len(recorded) < 2 or len(fields) < 20 or fields[19] == recorded[1]
 
 
+def _leader_age_cs(rundir: str, pid: int) -> int | None:
+    """The leader's age on the node's own clock, in hundredths (probe.sh's leader_age_cs:
+    /proc/uptime against the start time in ticks, USER_HZ 100), when it is still the run's."""
+    recorded = _read(os.path.join(rundir, "identity")).split()
+    fields = _stat_fields(pid)
+    uptime = _read("/proc/uptime").split()
+    if len(recorded) < 2 or len(fields) < 20 or fields[19] != recorded[1] or not uptime:
+        return None
+    return int(uptime[0].replace(".", "")) - int(fields[19])
+
+
 def look(rundir: str, port: int, health_url: str = "") -> str | None:
     """probe.sh RUNDIR PORT 0 0 [HEALTH_URL], or None when /proc cannot tell the port."""
     pid_text = _read(os.path.join(rundir, "pid")).strip()
@@ -131,9 +142,10 @@ def look(rundir: str, port: int, health_url: str = "") -> str | None:
     ss = ss_lines(port, procs)
     if ss is None:
         return None
-    out: list[Any] = [
-        f"now={time.time()}",
-        f"pid={pid_text}",
+    out: list[Any] = [f"now={time.time()}", f"pid={pid_text}"]
+    age = _leader_age_cs(rundir, pid) if pid is not None else None
+    out += [f"leader_age_cs={age}"] if age is not None else []
+    out += [
         f"procs={','.join(str(p) for p in procs)}",
         f"ss={base64.b64encode(ss.encode()).decode('ascii')}",
     ]

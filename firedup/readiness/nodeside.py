@@ -256,8 +256,9 @@ class Summary:
         self.at = now
         body = json.dumps({"offset": offset, "scan": state.to_json()}, separators=(",", ":"))
         tmp = self.path + ".tmp"
-        try:
-            with open(tmp, "w") as fh:
+        try:  # 0600 like the run's other files: the state names the log's lines
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as fh:
                 fh.write(body)
             os.replace(tmp, self.path)
         except OSError:

@@ -63,6 +63,8 @@ def both(rundir: Path, port: int, url: str) -> tuple[Probe, Probe]:
 def test_the_look_from_proc_is_probe_sh(served: tuple[Path, int, subprocess.Popen[bytes]]) -> None:
     rundir, port, proc = served
     wait_until(lambda: len(nodelook.members(proc.pid)) >= 2, 10, "the child to start")
+    # A leader younger than the tick of /proc/uptime can read -1 cs old: let it age first.
+    wait_until(lambda: both(rundir, port, "")[0].leader_age_s, 10, "the leader to age")
     shell, mine = both(rundir, port, f"http://127.0.0.1:{port}/health")
     assert mine.procs == shell.procs and len(mine.procs) >= 2
     assert mine.listening_ours and shell.listening_ours
@@ -70,6 +72,9 @@ def test_the_look_from_proc_is_probe_sh(served: tuple[Path, int, subprocess.Pope
     assert mine.health == shell.health == 200
     assert mine.log_size == shell.log_size == 123
     assert mine.pid == shell.pid == proc.pid
+    assert shell.leader_age_s is not None, shell
+    assert mine.leader_age_s is not None, mine
+    assert abs(mine.leader_age_s - shell.leader_age_s) < 0.5
 
 
 def test_a_listener_of_another_session_is_foreign(tmp_path: Path) -> None:
