@@ -158,29 +158,28 @@ def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
 
 
 def _host_status_by_fact(node: Node, host: HostSpec, deployment: Deployment | None) -> HostStatus:
+    """The same facts asked one command at a time (a node without python3 >= 3.8)."""
     run = current_run(node, host)
     lock = lock_status(node, host)
     if run is None:
         return HostStatus(host=host.name, state=RunState.NEVER, lock=lock)
     probe, scan = scan_log(node, run)
-    tail = tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace")
-    records = read_history(node, host, limit=50)
-    state = state_of(probe, scan)
-    if not probe.alive and stop_of(records, run.run_id) is not None:
-        state = RunState.STOPPED  # what the history says, not "exited" as if it had died
-    return HostStatus(
-        host=host.name,
-        state=state,
+    facts = NodeFacts(
+        node_time=probe.node_time,
         run=run,
-        signals=signals_from(probe, scan),
-        scan=scan,
-        uptime_s=uptime(probe, run),
-        gpus=gpu_memory(node, host, deployment) if deployment else None,
-        patches=applied_patches(node, host),
-        last_deploy=last_deploy(records),
-        decode=decode_stats(tail) if probe.alive else None,
         lock=lock,
+        history=tuple(read_history(node, host, limit=50)),
+        patches=applied_patches(node, host),
+        probe=probe,
+        scan=scan,
+        log_size=probe.log_size,
+        log_refused=None,
+        decode_tail=tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace"),
+        gpus=gpu_memory(node, host, deployment) if deployment else None,
+        metrics=None,
+        watch=None,
     )
+    return status_of(host, facts)
 
 
 def uptime(probe: Probe, run: RunMeta) -> float | None:

@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 from firedup.engine import Engine
 from firedup.logscan import EventKind, LogScanner, Phase, ScanState, Verdict
 from firedup.readiness import nodelook
-from firedup.readiness.nodeproc import SUMMARY_FILE, alive
+from firedup.readiness.nodeproc import Summary, alive
 
 READ_BYTES = 256 * 1024  # per read: the loop turns often (states, peeks) inside a burst
 POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
@@ -46,7 +46,6 @@ PEEK_BYTES = 256 * 1024  # at most this much of the log's end per peek
 PEEK_OVERLAP = 64 * 1024  # re-read of the previous peek: a traceback's start, a cut line
 PEEK_EVERY_S = 0.2
 SETTLE_S = 0.4  # a failure's traceback has ended when the log is this quiet after it
-SUMMARY_EVERY_S = 5.0  # at most this often while only the offset moves
 
 
 class Reader:
@@ -238,31 +237,6 @@ class Session:
             self.sent_key, self.sent_offset = key, self.offset
         self.sent_at = now
         self.urgent = False
-
-
-class Summary:
-    """What the in-order classifier learned, kept next to the log (`<rundir>/reader.json`,
-    replaced atomically) so `fab status` reads it instead of the log: the state and the
-    offset it covers. Written when the verdict, phase or cause moves, and at most every
-    SUMMARY_EVERY_S otherwise; a run dir we cannot write to just has none."""
-
-    def __init__(self, log_path: str) -> None:
-        self.path = os.path.join(os.path.dirname(log_path), SUMMARY_FILE)
-        self.at = 0.0
-
-    def write(self, state: ScanState, offset: int, now: float, moved: bool) -> None:
-        if not moved and now - self.at < SUMMARY_EVERY_S:
-            return
-        self.at = now
-        body = json.dumps({"offset": offset, "scan": state.to_json()}, separators=(",", ":"))
-        tmp = self.path + ".tmp"
-        try:  # 0600 like the run's other files: the state names the log's lines
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as fh:
-                fh.write(body)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
 
 
 def follow(options: dict[str, Any], nonce: str) -> None:
