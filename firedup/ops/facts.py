@@ -98,12 +98,19 @@ def _scan(log: dict[str, Any]) -> ScanState | None:
     return scan
 
 
-def _watch(text: str | None) -> dict[str, Any] | None:
+WATCH_ON = ("starting", "watching", "backoff")  # the watch's states that mean it is on
+
+
+def _watch(text: str | None, alive: bool) -> dict[str, Any] | None:
+    """The watch's own view, as it wrote it, with `on`: a state that means on, written by a
+    watch process that still runs (/work/notes/watch.md, issue 25)."""
     try:
         data = json.loads(text) if text else None
     except ValueError:
         return None
-    return data if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        return None
+    return {**data, "on": alive and data.get("state") in WATCH_ON}
 
 
 def parse_facts(host: HostSpec, frame: dict[str, Any]) -> NodeFacts:
@@ -128,7 +135,7 @@ def parse_facts(host: HostSpec, frame: dict[str, Any]) -> NodeFacts:
         decode_tail=str(log.get("decode") or ""),
         gpus=parse_gpus(gpus.decode("utf-8", "replace")) if gpus else None,
         metrics=frame.get("metrics"),
-        watch=_watch((frame.get("files") or {}).get("watch.json")),
+        watch=_watch((frame.get("files") or {}).get("watch.json"), bool(frame.get("watch_alive"))),
     )
 
 

@@ -246,6 +246,19 @@ def read_files(run: Run, names: list[str]) -> dict[str, str | None]:
     return out
 
 
+def watch_alive(text: str | None) -> bool:
+    """The watch that wrote `watch.json` (issue 25) still runs: its pid exists with the start
+    time it recorded (/proc/PID/stat field 22), so a watch killed by hand or a reboot that
+    left `watching` behind is not taken for one that is on."""
+    try:
+        data = json.loads(text) if text else {}
+        pid, start = int(data["watch_pid"]), str(data["watch_start"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    fields = nodelook.stat_fields(pid)
+    return len(fields) > 19 and fields[19] == start and alive(pid)
+
+
 def gather(options: dict[str, Any]) -> dict[str, Any]:
     facts = {str(k): [str(a) for a in v] for k, v in options["facts"].items()}
     free = {k: v for k, v in facts.items() if not any(a.startswith("@") for a in v)}
@@ -267,6 +280,7 @@ def gather(options: dict[str, Any]) -> dict[str, Any]:
     if run is not None:  # while the facts run
         result["log"] = read_log(run, options["log"])
         result["files"] = read_files(run, list(options.get("files") or ()))
+        result["watch_alive"] = watch_alive(result["files"].get("watch.json"))
     result["facts"] = jobs.join()
     if fetch is not None:
         fetch.join(METRICS_TIMEOUT_S + 1)

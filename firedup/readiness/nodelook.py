@@ -24,7 +24,7 @@ def _read(path: str) -> str:
         return ""
 
 
-def _stat_fields(pid: int) -> list[str]:
+def stat_fields(pid: int) -> list[str]:
     text = _read(f"/proc/{pid}/stat")
     return text.rsplit(")", 1)[1].split() if ")" in text else []
 
@@ -34,7 +34,7 @@ def members(sid: int) -> list[int]:
     out = []
     for name in os.listdir("/proc"):
         if name.isdigit():
-            fields = _stat_fields(int(name))
+            fields = stat_fields(int(name))
             if len(fields) > 3 and fields[3] == str(sid) and fields[0] not in ("Z", "X"):
                 out.append(int(name))
     return sorted(out)
@@ -117,7 +117,7 @@ def health(url: str) -> str:
 def _identity_ok(rundir: str, pid: int) -> bool:
     """The pid is still the server start.sh recorded (start time, /proc/PID/stat field 22)."""
     recorded = _read(os.path.join(rundir, "identity")).split()
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     return len(recorded) < 2 or len(fields) < 20 or fields[19] == recorded[1]
 
 
@@ -125,7 +125,7 @@ def _leader_age_cs(rundir: str, pid: int) -> int | None:
     """The leader's age on the node's own clock, in hundredths (probe.sh's leader_age_cs:
     /proc/uptime against the start time in ticks, USER_HZ 100), when it is still the run's."""
     recorded = _read(os.path.join(rundir, "identity")).split()
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     uptime = _read("/proc/uptime").split()
     if len(recorded) < 2 or len(fields) < 20 or fields[19] != recorded[1] or not uptime:
         return None
