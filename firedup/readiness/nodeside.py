@@ -248,7 +248,9 @@ def follow(options: dict[str, Any], nonce: str) -> None:
     # `once` looks only at the end: no looks on the way through the log.
     engine, offset = str(options.get("engine") or ""), int(options["offset"])
     session = Session(engine, offset, nonce, None if once else looker)
-    if not once and offset == 0:  # only a reader that saw the log from its start may summarise
+    # Only a reader that saw a run's log from its start summarises it, next to it in the run
+    # dir; a log elsewhere (a test's fixture, a file handed over) gets nothing written beside.
+    if not once and offset == 0 and os.path.basename(str(options["log"])) == "server.log":
         session.summary = Summary(str(options["log"]))
     reader = Reader(str(options["log"]), int(options["offset"]))
     peeker = Peeker(str(options["log"]), str(options.get("engine") or ""))
