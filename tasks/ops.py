@@ -11,7 +11,7 @@ from firedup.errors import DeployError
 from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
 from firedup.node.slot import slot_mates
 from firedup.ops.shutdown import StopOutcome, stop_host
-from firedup.ops.status import HostStatus, host_status
+from firedup.ops.status import HostStatus, RunState, host_status
 from firedup.ops.status_json import status_json
 from firedup.readiness.report import signals_text, table
 from firedup.readiness.timeline import from_spans, inline_text
@@ -42,7 +42,7 @@ def _row(name: str, result: HostStatus | DeployError) -> list[str]:
     if run is None or scan is None or result.signals is None:
         return [name, "-", "-", "-", "-", result.state.value, "-", ""]
     state = result.state.value
-    if scan.reason is not None:
+    if scan.reason is not None and result.state is RunState.FAILED:  # a stop is a stop
         state += f" ({scan.reason.value})"
     return [
         name,

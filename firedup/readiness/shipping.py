@@ -16,10 +16,12 @@ from __future__ import annotations
 import ast
 import base64
 import importlib.util
+import io
 import json
 import secrets
 import sys
 import threading
+import tokenize
 import zlib
 from dataclasses import dataclass, field
 from functools import cache
@@ -114,7 +116,7 @@ def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
             continue  # `from package import name` where name is not a module
         source = path.read_text(encoding="utf-8")
         is_package = path.name == "__init__.py"
-        found[name] = (is_package, source)
+        found[name] = (is_package, _without_comments(source))
         package = name if is_package else name.rpartition(".")[0]
         for imported in _imports(source, package):
             top = imported.split(".")[0]
@@ -127,6 +129,14 @@ def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
         for i in range(1, len(parts)):
             found.setdefault(".".join(parts[:i]), (True, ""))
     return found
+
+
+def _without_comments(source: str) -> str:
+    """The source as it runs, minus its comments (the argument has a size budget); every
+    line keeps its number, so a traceback from the node still points at the right line."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    kept = [token for token in tokens if token.type != tokenize.COMMENT]
+    return "\n".join(line.rstrip() for line in tokenize.untokenize(kept).split("\n"))
 
 
 def bundle_arg(entry: str = ENTRY) -> str:

@@ -205,6 +205,9 @@ def generate(h: SglangHandler, state: GlobalState, body: bytes) -> None:
     if isinstance(text, list):
         text = text[0] if text else ""
     max_new = int((data.get("sampling_params") or {}).get("max_new_tokens", 16))
+    if getattr(state.server_args, "log_requests", False):  # 0.5.9 utils/request_logger.py
+        sampling = data.get("sampling_params") or {}
+        logger.info("Receive: obj=GenerateReqInput(text=%r, sampling_params=%r)", text, sampling)
     reply = _run(state, str(text), max_new, warmup=state.status != "Up")
     if not reply or not reply.get("ok"):
         _error(h, reply)
