@@ -85,6 +85,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         parts.append(f"lock {result.lock.describe()}")
     if result.watch:
         parts.append(result.watch.text(time.time()))
+    if result.log_refused:
+        parts.append(f"log not read: {result.log_refused}")
     return "; ".join(parts)
 
 

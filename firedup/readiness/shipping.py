@@ -28,12 +28,14 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-ENTRY = "firedup.readiness.nodeside"
+ENTRY = "firedup.readiness.nodeside"  # the wait's reader
+FACTS = "firedup.readiness.nodefacts"  # status's and top's facts
 MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatter before it)
 
 # Imports the shipped modules from memory: SRC is {module name: (is package, source)}.
+# A meta path finder and loader by duck typing: importing importlib.abc alone costs 60 ms.
 FINDER = r"""
-class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class Finder:
     def find_spec(self, name, path=None, target=None):
         if name in SRC:
             return importlib.util.spec_from_loader(name, self, is_package=SRC[name][0])
@@ -59,15 +61,16 @@ def raw():
 if sys.version_info < (3, 8):
     raw()
 try:
-    import base64, json, zlib, importlib.abc, importlib.util
-    SRC = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
+    import binascii, json, zlib, importlib, importlib.util
+    BUNDLE = json.loads(zlib.decompress(binascii.a2b_base64(sys.argv[1])).decode("utf-8"))
+    SRC = BUNDLE["modules"]
 """
     + "\n".join("    " + line for line in FINDER.strip("\n").splitlines())
     + r"""
-    from firedup.readiness import nodeside
+    entry = importlib.import_module(BUNDLE["entry"])
 except Exception:
     raw()
-sys.exit(nodeside.main(sys.argv[2:4]))
+sys.exit(entry.main(sys.argv[2:4]))
 """
 )
 
@@ -76,7 +79,7 @@ WATCH_ENTRY = "firedup.readiness.nodewatch"
 # `firedup-watch WORKDIR`. A long-lived process keeps a short argv: `ps` stays readable.
 WATCH_BOOT = (
     r"""
-import sys, json, zlib, importlib.abc, importlib.util
+import sys, json, zlib, importlib, importlib.util
 with open(sys.argv[1], "rb") as fh:
     SRC = json.loads(zlib.decompress(fh.read()).decode("utf-8"))
 """
@@ -120,8 +123,8 @@ _BUILDING = threading.Lock()  # a fleet's waits ask at once; CPython 3.11's ast.
 
 
 def bundle(entry: str = ENTRY) -> dict[str, tuple[bool, str]]:
-    """module name -> (is package, source) for `entry` (the reader, the watch) and every
-    firedup module it needs.
+    """module name -> (is package, source) for `entry` (the reader, status's facts, the watch)
+    and every firedup module it needs.
 
     Parent packages outside that closure ship empty: their __init__ may import the world."""
     with _BUILDING:
@@ -129,7 +132,7 @@ def bundle(entry: str = ENTRY) -> dict[str, tuple[bool, str]]:
 
 
 @cache
-def _bundle(entry: str = ENTRY) -> dict[str, tuple[bool, str]]:
+def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
     todo, found = [entry], dict[str, tuple[bool, str]]()
     while todo:
         name = todo.pop()
@@ -170,22 +173,25 @@ def _without_comments(source: str) -> str:
     return "\n".join(line.rstrip() for line in tokenize.untokenize(kept).split("\n"))
 
 
-def bundle_arg() -> str:
+def bundle_arg(entry: str = ENTRY) -> str:
     with _BUILDING:
-        return _bundle_arg()
+        return _bundle_arg(entry)
 
 
 @cache
-def _bundle_arg() -> str:
-    data = json.dumps(_bundle(), sort_keys=True).encode("utf-8")
+def _bundle_arg(entry: str) -> str:
+    payload = {"entry": entry, "modules": _bundle(entry)}
+    data = json.dumps(payload, sort_keys=True).encode("utf-8")
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
 
 
-def reader_argv(options: dict[str, Any], nonce: str, tail: list[str]) -> list[str]:
-    """The command that runs the reader on the node with `options` (nodeside.main says
+def reader_argv(
+    options: dict[str, Any], nonce: str, tail: list[str], entry: str = ENTRY
+) -> list[str]:
+    """The command that runs `entry` (the reader) on the node with `options` (its main says
     which); `tail` is the fallback's argv."""
     encoded = json.dumps(options, separators=(",", ":"))
-    return ["python3", "-c", BOOT, bundle_arg(), nonce, encoded, *tail]
+    return ["python3", "-c", BOOT, bundle_arg(entry), nonce, encoded, *tail]
 
 
 def new_nonce() -> str:

@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from firedup_sim import clock, faults
+from firedup_sim.metrics import METRICS
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
 from sglang.srt.environ import envs
@@ -164,6 +165,8 @@ def metrics(h: SglangHandler, state: GlobalState, body: bytes) -> None:
     ):
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
         lines.append(f"{name}{{{labels}}} {float(value)}")
+    usage = min(1.0, 0.25 * (state.running + state.queued))
+    lines.append(METRICS.sglang(labels, usage))  # tokens, latencies, cache, speculation
     h.send_reply(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4")
 
 
@@ -175,7 +178,15 @@ def _run(state: GlobalState, prompt: str, max_new_tokens: int, warmup: bool) -> 
     req = {"input_len": max(1, len(prompt.split())), "max_new_tokens": max_new_tokens}
     if warmup:
         req["warmup"] = True
-    return state.submit(req, 600.0)
+    started = time.monotonic()
+    reply = state.submit(req, 600.0)
+    if reply and reply.get("ok") and not warmup:
+        accept = (
+            float(reply.get("accept_len") or 0) if state.server_args.speculative_algorithm else 0
+        )
+        seconds = time.monotonic() - started
+        METRICS.served(req["input_len"], int(reply["completion_tokens"]), seconds, accept)
+    return reply
 
 
 def _parse(body: bytes) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from firedup_sim import events, modelinfo, proctree, uvicorn_like
@@ -136,6 +137,9 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         run_server(args, parser)
     except BaseException:
         events.record("crashed")
+        # The real API server takes seconds to tear its engine processes down after the
+        # fatal lines (FIREDUP_SIM_EXIT_DELAY_S; docs/simulated-node.md).
+        time.sleep(float(os.environ.get("FIREDUP_SIM_EXIT_DELAY_S") or 0))
         raise
     finally:
         proctree.kill_descendants(os.getpid())
