@@ -9,7 +9,6 @@ A node that cannot run the shipped python gets None: the caller asks fact by fac
 from __future__ import annotations
 
 import base64
-import json
 from dataclasses import dataclass, replace
 from typing import Any
 

@@ -6,7 +6,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
