@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firedup.config.slots import check_gpus_key
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
 
@@ -130,6 +131,7 @@ class Deployment(FrozenModel):
     port: Port = 30000
     bind: str = "127.0.0.1"
     tp: int = Field(default=1, ge=1)
+    gpus: list[Annotated[int, Field(ge=0)]] | Literal["auto"] | None = None  # docs/inventory.md
     context_length: int | None = Field(default=None, ge=1)
     mem_fraction: float | None = Field(default=None, gt=0, le=1)
     cuda_graph_max_bs: int | None = Field(default=None, ge=1)
@@ -197,6 +199,7 @@ class Deployment(FrozenModel):
         if self.cuda_graph_max_bs is not None and self.engine is Engine.VLLM:
             raise ValueError("cuda_graph_max_bs is an SGLang knob; for vLLM pass it in args")
         self._check_ignored_knobs()
+        check_gpus_key(self.gpus, -(-self.tp // self.nnodes), self.env)
         return self
 
     def _check_ignored_knobs(self) -> None:
@@ -219,6 +222,11 @@ class Deployment(FrozenModel):
     @property
     def nnodes(self) -> int:
         return max(1, len(self.nodes))
+
+    @property
+    def gpu_set(self) -> tuple[int, ...] | str | None:
+        """`gpus:` as a value: a tuple of indices, "auto", or None."""
+        return tuple(self.gpus) if isinstance(self.gpus, list) else self.gpus
 
     @property
     def draft_model(self) -> str | None:

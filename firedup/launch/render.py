@@ -17,6 +17,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
+from firedup.config.slots import gpu_env
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
@@ -107,10 +108,17 @@ def engine_args(deployment: Deployment) -> list[Flag]:
     return flag_args(args)
 
 
-def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
+def launch_env(
+    host: HostSpec, deployment: Deployment, gpus: tuple[int, ...] | None = None
+) -> dict[str, str]:
     """The launch environment: host env first, the deployment's wins on a clash; the draft
-    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself)."""
+    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself); the GPU
+    set (chosen on the node for `gpus: auto`, else the listed one) becomes
+    CUDA_VISIBLE_DEVICES."""
     env = {**host.env, **deployment.env}
+    chosen = gpus if gpus is not None else deployment.gpu_set
+    if isinstance(chosen, tuple):
+        env.update(gpu_env(chosen, env))
     if deployment.draft_context == "extend" and deployment.engine is Engine.SGLANG:
         env[SGLANG_LONG_CONTEXT_ENV] = "1"
     return env
@@ -140,6 +148,7 @@ def render_launch(
     rundir: str,
     placement: Placement | None = None,
     engine_version: str | None = None,
+    gpus: tuple[int, ...] | None = None,
 ) -> LaunchScript:
     """The launch script for the engine release installed on the node (`engine_version`, as
     preflight read it), or for the deployment's assumed release when no node was asked."""
@@ -149,7 +158,7 @@ def render_launch(
         "deployment": deployment,
         "run_id": run_id,
         "rundir": rundir,
-        "env": launch_env(host, deployment),
+        "env": launch_env(host, deployment, gpus),
         "secret_names": sorted(deployment.secrets),
         "engine_args": engine_args(deployment),
         "speculative_config": vllm_speculative_config(deployment, spelling),

@@ -6,15 +6,18 @@ checks the deployment's patches; the checks themselves are pure (checks.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec, Placement
 from firedup.errors import RenderError
-from firedup.launch.render import render_launch
+from firedup.launch.render import launch_env, render_launch
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
 from firedup.patching import Mode, PatchReport, sync_patches
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.facts import NodeFacts, gather_facts
+from firedup.preflight.gpuchoice import with_choice
 from firedup.preflight.model import Check, Outcome, PreflightReport
 
 __all__ = ["Check", "NodeFacts", "Outcome", "PreflightReport", "preflight"]
@@ -29,12 +32,34 @@ def preflight(
     restart: bool = False,
     patches: PatchReport | None = None,
     placement: Placement | None = None,
+    extra_roots: tuple[str, ...] = (),
 ) -> PreflightReport:
     """Look at the node (read-only) and judge the launch. Raises nothing for a failed check:
     the report says; the caller decides (deploy refuses, plan prints)."""
-    facts = gather_facts(node, host, deployment)
+    facts = gather_facts(node, host, deployment, extra_roots)
     if patches is None and deployment.patches:
         patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
+    situation = judged(host, deployment, facts, current, restart, patches, placement)
+    return PreflightReport(
+        host=host.name,
+        checks=run_checks(situation),
+        engine_version=facts.engine_version,
+        gpus=situation.gpus_chosen,
+        gpus_why=situation.gpus_why,
+    )
+
+
+def judged(
+    host: HostSpec,
+    deployment: Deployment,
+    facts: NodeFacts,
+    current: RunMeta | None,
+    restart: bool,
+    patches: PatchReport | None,
+    placement: Placement | None,
+) -> Situation:
+    """What the checks look at (pure): the facts, the script for the node's release and the
+    GPUs the launch will use, chosen from those facts."""
     situation = Situation(
         facts=facts,
         deployment=deployment,
@@ -42,15 +67,17 @@ def preflight(
         our_sid=current.pid if current else None,
         our_run=current.run_id if current else None,
         restart=restart,
-        **_rendered(host, deployment, placement, facts),
     )
-    return PreflightReport(
-        host=host.name, checks=run_checks(situation), engine_version=facts.engine_version
-    )
+    situation = with_choice(situation, launch_env(host, deployment))
+    return replace(situation, **_rendered(host, deployment, placement, facts, situation))
 
 
 def _rendered(
-    host: HostSpec, deployment: Deployment, placement: Placement | None, facts: NodeFacts
+    host: HostSpec,
+    deployment: Deployment,
+    placement: Placement | None,
+    facts: NodeFacts,
+    s: Situation,
 ) -> dict[str, str | None]:
     """The script as a deploy would render it for the node's release (pure), or why not."""
     if not facts.engine_version:
@@ -63,6 +90,7 @@ def _rendered(
             rundir=host.workdir,
             placement=placement,
             engine_version=facts.engine_version,
+            gpus=s.gpus_chosen if deployment.gpus == "auto" else None,
         )
     except RenderError as exc:
         return {"render_error": str(exc)}

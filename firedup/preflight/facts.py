@@ -13,6 +13,7 @@ from firedup.config.inventory import HostSpec
 from firedup.errors import RemoteCommandError
 from firedup.launch.render import launch_env
 from firedup.node.base import Node
+from firedup.preflight.sharing import Share, parse_share
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,8 @@ class GpuApp:
     name: str
     used_mib: float
     gpu_uuid: str = ""
+    user: str = ""  # its owner, as /proc says
+    sid: int = -1  # its session
 
 
 @dataclass(frozen=True)
@@ -86,14 +89,21 @@ class NodeFacts:
     disk_writable: bool = True  # the login user can create and write the workdir there
     login_user: str = ""
     engine_args: EngineArgs | None = None
+    share: Share = field(default_factory=Share)  # our other slots, the GPU topology
+
+    def gpu_index(self, uuid: str) -> int | None:
+        return next((g.index for g in self.gpus if g.uuid and g.uuid == uuid), None)
 
 
 @cache
 def _snippet() -> str:
-    """argscan.py, then node_facts.py: one program for the node's python (stdlib only)."""
+    """argscan.py, node_share.py, then node_facts.py: one program for the node's python
+    (stdlib only)."""
     argscan = resources.files("firedup.releases").joinpath("argscan.py").read_text("utf-8")
-    facts = resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8")
-    return argscan + "\n" + facts.replace("from __future__ import annotations\n", "", 1)
+    here = resources.files("firedup.preflight")
+    parts = [here.joinpath(n).read_text("utf-8") for n in ("node_share.py", "node_facts.py")]
+    future = "from __future__ import annotations\n"
+    return argscan + "".join("\n" + p.replace(future, "", 1) for p in parts)
 
 
 def parse_engine_args(raw: Any) -> EngineArgs | None:
@@ -109,7 +119,9 @@ def parse_engine_args(raw: Any) -> EngineArgs | None:
     )
 
 
-def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
+def facts_argv(
+    host: HostSpec, deployment: Deployment, extra_roots: tuple[str, ...] = ()
+) -> list[str]:
     """`env K=V... PYTHON -c SNIPPET ARGS`: the node's python, with the launch's environment."""
     models = [deployment.model, *([deployment.draft_model] if deployment.draft_model else [])]
     args = {
@@ -117,6 +129,7 @@ def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
         "models": models,
         "port": deployment.port,
         "workdir": host.workdir,
+        "slot_roots": [host.slot_root, *extra_roots],
     }
     env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
     return ["env", *env, host.python, "-c", _snippet(), json.dumps(args)]
@@ -150,11 +163,16 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         disk_writable=bool(disk.get("writable", True)),
         login_user=str(disk.get("user", "")),
         engine_args=parse_engine_args(engine.get("args")),
+        share=parse_share(data.get("share")),
     )
 
 
-def gather_facts(node: Node, host: HostSpec, deployment: Deployment) -> NodeFacts:
-    result = node.run(facts_argv(host, deployment), timeout_s=90, check=False)
+def gather_facts(
+    node: Node, host: HostSpec, deployment: Deployment, extra_roots: tuple[str, ...] = ()
+) -> NodeFacts:
+    """`extra_roots`: other workdirs of this node (other inventory entries) to look for
+    slots in, beside this host's own."""
+    result = node.run(facts_argv(host, deployment, extra_roots), timeout_s=90, check=False)
     if not result.ok:
         raise RemoteCommandError(result, f"preflight with {host.python}")
     lines = [ln for ln in result.out.splitlines() if ln.startswith("{")]

@@ -183,6 +183,7 @@ with ThreadPoolExecutor(max_workers=3) as pool:
         "port": listeners(port_ran.result()),
         "processes": engine_processes(),
         "gpus": gpu_facts(gpus_ran.result(), apps_ran.result()),
+        # share_facts comes from node_share.py, shipped ahead of this file (shared nodes)
         "disk": disk_facts(ARGS["workdir"]),
         # The same search path as firedup's probe: the session's PATH plus the sbin directories.
         "tools": {
@@ -190,4 +191,5 @@ with ThreadPoolExecutor(max_workers=3) as pool:
             for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")
         },
     }
+facts["share"] = globals()["share_facts"](ARGS, facts["gpus"])
 print(json.dumps(facts))
