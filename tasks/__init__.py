@@ -14,7 +14,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from invoke import Collection
 
-    from . import deploy, explain, history, lock, ops, patches, plan, smoke
+    from . import deploy, discover, explain, history, lock, ops, patches, place, plan, smoke
 
     ns = Collection()
     for task in (
@@ -33,6 +33,8 @@ def __getattr__(name: str) -> Any:
         history.history,
         lock.unlock,
         explain.explain_log,
+        place.place,
+        discover.discover,
     ):
         ns.add_task(task)
     globals()["ns"] = ns

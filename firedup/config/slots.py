@@ -83,7 +83,9 @@ def check_gpus_key(gpus: list[int] | str | None, per_node: int, env: Mapping[str
                 "node; list that many, or write 'auto'"
             )
     raw = env.get(VISIBLE_ENV)
-    if gpus is not None and raw is not None and (gpus == "auto" or parse_visible(raw) != tuple(gpus)):
-        raise ValueError(
-            f"gpus: {gpus} and env {VISIBLE_ENV}={raw} say different things; keep one"
-        )
+    if (
+        gpus is not None
+        and raw is not None
+        and (gpus == "auto" or parse_visible(raw) != tuple(gpus))
+    ):
+        raise ValueError(f"gpus: {gpus} and env {VISIBLE_ENV}={raw} say different things; keep one")

@@ -17,8 +17,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
-from firedup.config.slots import gpu_env
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
+from firedup.config.slots import gpu_env
 from firedup.engine import Engine
 from firedup.errors import RenderError
 from firedup.launch.flags import Spelling, spell

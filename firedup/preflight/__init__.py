@@ -69,7 +69,8 @@ def judged(
         restart=restart,
     )
     situation = with_choice(situation, launch_env(host, deployment))
-    return replace(situation, **_rendered(host, deployment, placement, facts, situation))
+    script, error = _rendered(host, deployment, placement, facts, situation)
+    return replace(situation, script=script, render_error=error)
 
 
 def _rendered(
@@ -78,10 +79,10 @@ def _rendered(
     placement: Placement | None,
     facts: NodeFacts,
     s: Situation,
-) -> dict[str, str | None]:
+) -> tuple[str | None, str | None]:
     """The script as a deploy would render it for the node's release (pure), or why not."""
     if not facts.engine_version:
-        return {}
+        return None, None
     try:
         script = render_launch(
             host,
@@ -93,5 +94,5 @@ def _rendered(
             gpus=s.gpus_chosen if deployment.gpus == "auto" else None,
         )
     except RenderError as exc:
-        return {"render_error": str(exc)}
-    return {"script": script.text}
+        return None, str(exc)
+    return script.text, None

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from firedup.config.slots import spell_gpus
-from firedup.preflight.gpuchoice import describe_app, foreign_apps, per_node, slot_of_gpu
+from firedup.preflight.gpuchoice import describe_app, foreign_apps, grouped, per_node, slot_of_gpu
 from firedup.preflight.model import Check, failed, passed
 from firedup.preflight.situation import Situation
 
@@ -46,14 +46,14 @@ def check_gpu_users(s: Situation) -> Check:
         return passed("gpu users", "no GPU set to judge")
     foreign = foreign_apps(s)
     found = [
-        f"GPU {index}: " + ", ".join(describe_app(a) for a in foreign[index])
+        (index, ", ".join(describe_app(a) for a in foreign[index]))
         for index in s.gpus_chosen
         if index in foreign
     ]
     if found:
         return failed(
             "gpu users",
-            "other processes on the chosen GPUs: " + "; ".join(found),
+            "other processes on the chosen GPUs: " + grouped(found),
             "pick other GPUs ('gpus: auto' takes free ones; "
             + PLACE_HINT.replace("NAME", s.deployment.name or "D")
             + "), or ask the owner to free them",
@@ -82,6 +82,7 @@ def check_slots(s: Situation) -> Check:
     if live:
         return passed(
             "slots",
-            f"{len(live)} other live slot(s) on this node, none on GPUs {spell_gpus(s.gpus_chosen)}",
+            f"{len(live)} other live slot(s) on this node, "
+            f"none on GPUs {spell_gpus(s.gpus_chosen)}",
         )
     return passed("slots", "no other live slot of ours on this node")

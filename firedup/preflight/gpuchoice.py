@@ -67,6 +67,17 @@ def describe_app(app: GpuApp) -> str:
     return f"pid {app.pid} ({app.name}, user {app.user or '?'}, {app.used_mib / 1024:.1f} GiB)"
 
 
+def grouped(items: list[tuple[int, str]]) -> str:
+    """`GPUs 0,1: what; GPU 5: other`: GPUs that share a description are named together."""
+    by_text: dict[str, list[int]] = {}
+    for index, text in items:
+        by_text.setdefault(text, []).append(index)
+    return "; ".join(
+        f"GPU{'s' if len(ix) > 1 else ''} {spell_gpus(tuple(ix))}: {text}"
+        for text, ix in by_text.items()
+    )
+
+
 def _fits(s: Situation, gpu: Gpu) -> bool:
     fraction = s.deployment.mem_fraction
     return fraction is None or gpu.free_mib >= fraction * gpu.total_mib
@@ -85,16 +96,16 @@ def _set_score(s: Situation, gpus: tuple[Gpu, ...]) -> tuple[int, int, float, tu
 def _auto(s: Situation, n: int) -> GpuChoice:
     gpus = s.gpus_after_restart()
     foreign, slots = foreign_apps(s), slot_of_gpu(s)
-    taken = []
+    taken: list[tuple[int, str]] = []
     for g in gpus:
         if g.index in slots:
-            taken.append(f"{g.index}: {slots[g.index].label}")
+            taken.append((g.index, slots[g.index].label))
         elif g.index in foreign:
-            taken.append(f"{g.index}: " + ", ".join(describe_app(a) for a in foreign[g.index]))
+            taken.append((g.index, ", ".join(describe_app(a) for a in foreign[g.index])))
         elif not _fits(s, g):
-            taken.append(f"{g.index}: {g.free_mib / 1024:.1f} GiB free")
+            taken.append((g.index, f"{g.free_mib / 1024:.1f} GiB free"))
     free = [g for g in gpus if g.index not in slots and g.index not in foreign and _fits(s, g)]
-    busy = f"; not free: {'; '.join(taken)}" if taken else ""
+    busy = f"; not free: {grouped(taken)}" if taken else ""
     if len(free) < n:
         short = f"{len(free)} of {len(gpus)} GPU(s) free for this deployment, it needs {n}{busy}"
         return GpuChoice(tuple(g.index for g in free), "", auto=True, short=short)
@@ -134,7 +145,6 @@ def choose_gpus(s: Situation, env: Mapping[str, str]) -> GpuChoice | None:
         return GpuChoice(request, f"listed: {spell_gpus(request)}")
     first = tuple(g.index for g in s.facts.gpus[:n])
     return GpuChoice(first, f"the first {n} (no `gpus:`)")
-
 
 
 def with_choice(s: Situation, env: Mapping[str, str]) -> Situation:

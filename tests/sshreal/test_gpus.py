@@ -225,3 +225,39 @@ def test_a_slot_keeps_its_own_run_lock_and_history(tmp_path: Path) -> None:
     assert inv.hosts["plain"].workdir == "/srv/fd"
     assert slot_mates(inv.hosts.values()) == {"a": (), "b": (), "plain": ()}
     assert os.path.basename(inv.hosts["b"].workdir) == "b"
+
+
+def test_place_names_the_hosts_and_gpus_that_could_take_it(
+    sshd: Sshd,
+    tmp_path: Path,
+    gpu_state: Path,
+    shared_dir: Path,
+    busy_node: subprocess.Popen[bytes],
+    other_user: str,
+    write_inventory: Callable[..., Path],
+) -> None:
+    full = Path(tempfile.mkdtemp(prefix="firedup-gpu-full-", dir="/tmp"))
+    full.chmod(0o1777)
+    everything = hold_gpus(shared_dir, full, other_user, "0,1,2,3,4,5,6,7")
+    try:
+        hosts = {
+            "half-busy": gpu_host(sshd, tmp_path / "n1", gpu_state, "tiny"),
+            "all-busy": gpu_host(sshd, tmp_path / "n2", full, "tiny"),
+        }
+        inv = write_inventory(hosts, {"tiny": tp4()}, groups={"fleet": list(hosts)})
+        out = fab("place", "--deployment", "tiny", "--host", "fleet", "--inventory", str(inv))
+        assert out.returncode == 0, out.stdout + out.stderr
+        rows = {ln.split()[0]: ln for ln in out.stdout.splitlines()[1:]}
+        assert rows["half-busy"].split()[1:3] == ["yes", "4,5,6,7"], out.stdout
+        assert "one NUMA node (1)" in rows["half-busy"]
+        assert rows["all-busy"].split()[1] == "no", out.stdout
+        assert f"pid {everything.pid}" in rows["all-busy"] and other_user in rows["all-busy"]
+
+        data = json.loads(
+            fab("place", "--deployment", "tiny", "--json", "--inventory", str(inv)).stdout
+        )
+        fits = {h["host"]: h for h in data["hosts"]}
+        assert fits["half-busy"]["gpus"] == [4, 5, 6, 7] and not fits["all-busy"]["fits"]
+    finally:
+        stop_process(everything)
+        shutil.rmtree(full, ignore_errors=True)

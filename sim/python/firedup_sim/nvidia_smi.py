@@ -149,17 +149,27 @@ def _table() -> str:
     return "\n".join(lines) + "\n"
 
 
-LEGEND = """
-Legend:
-
-  X    = Self
-  SYS  = Connection traversing PCIe as well as the SMP interconnect between NUMA nodes (e.g., QPI/UPI)
-  NODE = Connection traversing PCIe as well as the interconnect between PCIe Host Bridges within a NUMA node
-  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)
-  PXB  = Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)
-  PIX  = Connection traversing at most a single PCIe bridge
-  NV#  = Connection traversing a bonded set of # NVLinks
-"""
+LEGEND_LINES = (
+    ("X", "Self"),
+    (
+        "SYS",
+        "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
+        "(e.g., QPI/UPI)",
+    ),
+    (
+        "NODE",
+        "Connection traversing PCIe as well as the interconnect between PCIe Host "
+        "Bridges within a NUMA node",
+    ),
+    ("PHB", "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)"),
+    (
+        "PXB",
+        "Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)",
+    ),
+    ("PIX", "Connection traversing at most a single PCIe bridge"),
+    ("NV#", "Connection traversing a bonded set of # NVLinks"),
+)
+LEGEND = "\nLegend:\n\n" + "".join(f"  {k:<4} = {v}\n" for k, v in LEGEND_LINES)
 HALF = gpustate.GPU_COUNT // 2  # GPUs 0-3 on NUMA node 0, 4-7 on node 1 (two sockets)
 
 

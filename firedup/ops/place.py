@@ -1,0 +1,64 @@
+"""`fab place`: which hosts (and which of their GPUs) could take a deployment right now, and
+why the others cannot. Read-only: preflight's facts and checks, judged for a new slot.
+
+Each host is judged as if the deployment went into a new slot of that host's node workdir:
+what already runs there (the host's own run included) keeps running and keeps its GPUs and
+ports. A deployment that names no GPUs is placed as `gpus: auto`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from firedup.config.inventory import Deployment, HostSpec
+from firedup.config.slots import gpu_request, slot_workdir, spell_gpus
+from firedup.launch.render import launch_env
+from firedup.node.base import Node
+from firedup.preflight import preflight
+from firedup.preflight.model import Check
+
+PROBE_SLOT = "place-probe"  # never created: the judged slot only has to differ from all others
+
+
+@dataclass(frozen=True)
+class Fit:
+    host: str
+    gpus: tuple[int, ...] | None
+    why: str  # why these GPUs
+    failures: tuple[Check, ...]  # why not
+
+    @property
+    def fits(self) -> bool:
+        return not self.failures
+
+    def row(self) -> list[str]:
+        if self.fits:
+            return [self.host, "yes", spell_gpus(self.gpus or ()) or "-", self.why]
+        reasons = "; ".join(f"{c.name}: {c.detail}" for c in self.failures)
+        return [self.host, "no", "-", reasons]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "host": self.host,
+            "fits": self.fits,
+            "gpus": list(self.gpus) if self.gpus is not None and self.fits else None,
+            "why": self.why if self.fits else "",
+            "failures": [{"check": c.name, "detail": c.detail} for c in self.failures],
+        }
+
+
+def as_placed(host: HostSpec, deployment: Deployment) -> tuple[HostSpec, Deployment]:
+    """The host as a new slot of its node workdir, the deployment as `gpus: auto` unless it
+    names its GPUs (pure; the copies are never written anywhere)."""
+    probe = host.model_copy(
+        update={"slot": PROBE_SLOT, "workdir": slot_workdir(host.slot_root, PROBE_SLOT)}
+    )
+    if gpu_request(deployment.gpu_set, launch_env(host, deployment)) is None:
+        deployment = deployment.model_copy(update={"gpus": "auto"})
+    return probe, deployment
+
+
+def place_on(node: Node, host: HostSpec, deployment: Deployment) -> Fit:
+    probe, placed = as_placed(host, deployment)
+    report = preflight(node, probe, placed, current=None)
+    return Fit(host.name, report.gpus, report.gpus_why, report.failures)
