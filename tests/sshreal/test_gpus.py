@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
+import signal
+import socket
 import subprocess
 import tempfile
 from collections.abc import Callable, Iterator
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.conftest import (
     NODE_PYTHON,
@@ -21,8 +25,10 @@ from tests.conftest import (
     fab,
     free_port,
     ssh_host,
+    start_sshd,
     stop_process,
     stop_runs,
+    wait_until,
 )
 from tests.sshreal.conftest import _ensure_user, users_lock
 
@@ -261,3 +267,95 @@ def test_place_names_the_hosts_and_gpus_that_could_take_it(
     finally:
         stop_process(everything)
         shutil.rmtree(full, ignore_errors=True)
+
+
+@pytest.fixture
+def discover_node(tmp_path: Path, gpu_state: Path, shared_dir: Path) -> Iterator[Sshd]:
+    """A node whose login environment finds the simulated engines (as a module or conda
+    setup in ~/.bashrc would), with a model under ~/models."""
+    env = {
+        "PYTHONPATH": str(shared_dir / "python"),
+        "PATH": f"{shared_dir / 'bin'}:/usr/local/bin:/usr/bin:/bin",
+        "FIREDUP_SIM_STATE": str(gpu_state),
+        "FIREDUP_SIM_SPEED": "1",
+    }
+    proc, node = start_sshd(tmp_path / "discover-sshd", session_env=env)
+    shutil.copytree(shared_dir / "models" / "tiny-llama", node.root / "home" / "models" / "tiny")
+    try:
+        yield node
+    finally:
+        stop_process(proc)
+
+
+def foreign_server(shared: Path, state: Path, user: str, port: int) -> subprocess.Popen[bytes]:
+    """Another user's SGLang server on GPU 0, started by hand (no firedup run)."""
+    return subprocess.Popen(
+        [
+            "setpriv",
+            f"--reuid={user}",
+            f"--regid={user}",
+            "--init-groups",
+            NODE_PYTHON,
+            "-m",
+            "sglang.launch_server",
+            "--model-path",
+            str(shared / "models" / "tiny-llama"),
+            "--port",
+            str(port),
+        ],
+        env={
+            "PYTHONPATH": str(shared / "python"),
+            "PATH": f"{shared / 'bin'}:/usr/bin:/bin",
+            "FIREDUP_SIM_STATE": str(state),
+            "FIREDUP_SIM_SPEED": "4",
+        },
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd="/",
+        start_new_session=True,
+    )
+
+
+def test_discover_prints_an_entry_that_deploy_accepts_as_is(
+    discover_node: Sshd, tmp_path: Path, gpu_state: Path, shared_dir: Path, other_user: str
+) -> None:
+    port = free_port()
+    theirs = foreign_server(shared_dir, gpu_state, other_user, port)
+    inv = tmp_path / "discovered.yaml"
+    try:
+        wait_until(lambda: listening(port), 30, "the other user's server to listen")
+        found = fab(
+            "discover", "--host", "127.0.0.1", "--port", str(discover_node.port),
+            "--identity-file", str(discover_node.client_key),
+            "--known-hosts", str(discover_node.known_hosts),
+        )  # fmt: skip
+        assert found.returncode == 0, found.stdout + found.stderr
+        text = found.stdout
+        assert "sglang 0.5.9" in text and "vllm 0.33.0" in text, text
+        assert f"port {port}, not ours (user {other_user})" in text, text
+        assert re.search(rf"GPU 0 NVIDIA H200 .*user {other_user}", text), text
+        inv.write_text(text)
+        data = yaml.safe_load(text)
+        (name,) = data["hosts"]
+        deployment = data["deployments"][data["hosts"][name]["deployment"]]
+        assert deployment["gpus"] == "auto" and deployment["port"] != port
+        assert deployment["model"].endswith("/home/models/tiny")
+
+        deploy = fab("deploy", "--host", name, "--inventory", str(inv), timeout_s=150)
+        assert deploy.returncode == 0, deploy.stdout + deploy.stderr
+        again = fab(
+            "discover", "--host", "127.0.0.1", "--port", str(discover_node.port),
+            "--identity-file", str(discover_node.client_key),
+            "--known-hosts", str(discover_node.known_hosts),
+        )  # fmt: skip
+        assert f"ours: host {name}" in again.stdout, again.stdout
+    finally:
+        os.killpg(theirs.pid, signal.SIGTERM)
+        theirs.wait(20)
+        if inv.exists():
+            stop_runs(inv)
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
