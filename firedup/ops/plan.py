@@ -87,7 +87,8 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
         placement=plan.placement,
     )
     if report.ok:  # the script a deploy would start: for the node's release
-        plan = for_release(plan, report.engine_version)
+        chosen = report.gpus if plan.deployment.gpus == "auto" else None  # as deploy would
+        plan = for_release(plan, report.engine_version, chosen)
     return PlanReport(
         plan=plan,
         current=current,

@@ -55,27 +55,22 @@ def gpu_state() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def as_user(
+    user: str, module: list[str], env: dict[str, str], **popen: Any
+) -> subprocess.Popen[bytes]:
+    """`python -m MODULE...` as another account (setpriv execs: the pid is the program's)."""
+    argv = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups"]
+    return subprocess.Popen(
+        [*argv, NODE_PYTHON, "-m", *module], env=env, cwd="/", stderr=subprocess.DEVNULL, **popen
+    )
+
+
 def hold_gpus(shared: Path, state: Path, user: str, gpus: str) -> subprocess.Popen[bytes]:
     """Another user's process holding memory on `gpus`, started as that user (setpriv execs:
     the pid is the holder's)."""
-    proc = subprocess.Popen(
-        [
-            "setpriv",
-            f"--reuid={user}",
-            f"--regid={user}",
-            "--init-groups",
-            NODE_PYTHON,
-            "-m",
-            "firedup_sim.hold",
-            "--gpus",
-            gpus,
-            "--mib",
-            str(HELD_MIB),
-        ],
-        env={"PYTHONPATH": str(shared / "python"), "FIREDUP_SIM_STATE": str(state)},
-        stdout=subprocess.PIPE,
-        cwd="/",
-    )
+    env = {"PYTHONPATH": str(shared / "python"), "FIREDUP_SIM_STATE": str(state)}
+    argv = ["firedup_sim.hold", "--gpus", gpus, "--mib", str(HELD_MIB)]
+    proc = as_user(user, argv, env, stdout=subprocess.PIPE)
     assert proc.stdout is not None
     line = proc.stdout.readline().decode()
     assert line.startswith("holding"), line
@@ -289,31 +284,15 @@ def discover_node(tmp_path: Path, gpu_state: Path, shared_dir: Path) -> Iterator
 
 def foreign_server(shared: Path, state: Path, user: str, port: int) -> subprocess.Popen[bytes]:
     """Another user's SGLang server on GPU 0, started by hand (no firedup run)."""
-    return subprocess.Popen(
-        [
-            "setpriv",
-            f"--reuid={user}",
-            f"--regid={user}",
-            "--init-groups",
-            NODE_PYTHON,
-            "-m",
-            "sglang.launch_server",
-            "--model-path",
-            str(shared / "models" / "tiny-llama"),
-            "--port",
-            str(port),
-        ],
-        env={
-            "PYTHONPATH": str(shared / "python"),
-            "PATH": f"{shared / 'bin'}:/usr/bin:/bin",
-            "FIREDUP_SIM_STATE": str(state),
-            "FIREDUP_SIM_SPEED": "4",
-        },
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        cwd="/",
-        start_new_session=True,
-    )
+    env = {
+        "PYTHONPATH": str(shared / "python"),
+        "PATH": f"{shared / 'bin'}:/usr/bin:/bin",
+        "FIREDUP_SIM_STATE": str(state),
+        "FIREDUP_SIM_SPEED": "4",
+    }
+    model = str(shared / "models" / "tiny-llama")
+    argv = ["sglang.launch_server", "--model-path", model, "--port", str(port)]
+    return as_user(user, argv, env, stdout=subprocess.DEVNULL, start_new_session=True)
 
 
 def test_discover_prints_an_entry_that_deploy_accepts_as_is(
