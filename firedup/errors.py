@@ -165,6 +165,12 @@ class LockedError(DeployError):
     exit_code = 11
 
 
+class RouterError(DeployError):
+    """The router refused a worker, did not answer, or did not list (or drop) it in time."""
+
+    exit_code = 12
+
+
 class WaitInterrupted(DeployError):
     """Ctrl-C while waiting: the wait stopped, the server did not."""
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firedup.config.router import RouterSpec
 from firedup.config.slots import check_gpus_key
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
@@ -149,6 +150,7 @@ class Deployment(FrozenModel):
     # The engine release to render for when no node is asked (`fab render`); a deploy renders
     # for the release preflight finds on the node. Unset: the newest release firedup checked.
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*([a-z0-9.+-]*)$")
+    router: RouterSpec | None = None  # docs/router.md
 
     @field_validator("phase_budgets_s")
     @classmethod

@@ -104,6 +104,9 @@ def engine_args(deployment: Deployment) -> list[Flag]:
                 f"deployment {deployment.name}: args.log-level is {level!r}; firedup reads "
                 "SGLang's phase lines, which appear only at 'info' or 'debug'"
             )
+        if deployment.router is not None:
+            # Behind a router the drain reads the in-flight gauges, served only with this flag.
+            args.setdefault("enable-metrics", True)
         return [*flag_args(args), ("--log-level", level)]
     return flag_args(args)
 
