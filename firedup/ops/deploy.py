@@ -44,6 +44,7 @@ from firedup.ops.history import (
     run_record,
     stop_of,
 )
+from firedup.ops.place import auto_gpus
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
@@ -166,7 +167,12 @@ def start_recorded(
     ):
         if restart:
             leave_before_restart(node, plan.host, plan.deployment, on_progress)
-        run = start_plan(node, plan, restart=restart, force=force, on_progress=on_progress)
+        gpus = auto_gpus(node, plan.host, plan.deployment, restart=restart)
+        if gpus is not None:
+            on_progress(f"GPUs {','.join(map(str, gpus))} chosen for gpus: auto")
+        run = start_plan(
+            node, plan, restart=restart, force=force, gpus=gpus, on_progress=on_progress
+        )
         record(node, plan, run, Action.START, (Outcome.STARTED, ""), on_progress=on_progress)
         return run
 

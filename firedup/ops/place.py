@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from firedup.config.inventory import Deployment, HostSpec
 from firedup.config.slots import gpu_request, slot_workdir, spell_gpus
+from firedup.errors import StartError
 from firedup.launch.render import launch_env
+from firedup.launch.runs import current_run
 from firedup.node.base import Node
 from firedup.preflight import preflight
 from firedup.preflight.model import Check
@@ -62,3 +64,18 @@ def place_on(node: Node, host: HostSpec, deployment: Deployment) -> Fit:
     probe, placed = as_placed(host, deployment)
     report = preflight(node, probe, placed, current=None)
     return Fit(host.name, report.gpus, report.gpus_why, report.failures)
+
+
+def auto_gpus(
+    node: Node, host: HostSpec, deployment: Deployment, *, restart: bool
+) -> tuple[int, ...] | None:
+    """`gpus: auto` without a deploy (`fab start`): the GPUs are still chosen from the node's
+    facts; the other checks are not applied (start is the step without preflight)."""
+    if deployment.gpus != "auto":
+        return None
+    report = preflight(node, host, deployment, current=current_run(node, host), restart=restart)
+    problem = next((c for c in report.failures if c.name == "gpu set"), None)
+    if problem is not None or report.gpus is None:
+        detail = problem.detail if problem else "the node lists no GPUs"
+        raise StartError(f"{host.name}: gpus: auto: {detail}; nothing was started")
+    return report.gpus

@@ -338,3 +338,23 @@ def test_discover_prints_an_entry_that_deploy_accepts_as_is(
 def listening(port: int) -> bool:
     with socket.socket() as s:
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_start_without_preflight_still_chooses_auto_gpus_on_the_node(
+    sshd: Sshd,
+    tmp_path: Path,
+    gpu_state: Path,
+    busy_node: subprocess.Popen[bytes],
+    write_inventory: Callable[..., Path],
+) -> None:
+    workdir = tmp_path / "node"
+    hosts = {"auto": gpu_host(sshd, workdir, gpu_state, "auto")}
+    inv = write_inventory(hosts, {"auto": tp4(gpus="auto")})
+    try:
+        started = fab("start", "--host", "auto", "--inventory", str(inv))
+        assert started.returncode == 0, started.stdout + started.stderr
+        assert meta_of(workdir)["gpus"] == [4, 5, 6, 7]
+        launch = (workdir / "current" / "launch.sh").read_text()
+        assert "CUDA_VISIBLE_DEVICES=4,5,6,7" in launch
+    finally:
+        stop_runs(inv)
