@@ -16,10 +16,10 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional  # noqa: UP035 - runs on the node's python 3.8
+from typing import Any, Dict, List, Optional  # the node's python, 3.8 up
 
 # proc_table, user_name, topology: from node_share.py, shipped ahead of this file
-SHARED: Dict[str, Any] = globals()  # noqa: UP006
+SHARED: Dict[str, Any] = globals()
 
 ENGINES = ("sglang", "vllm")
 ENGINE_MARKS = ("sglang::", "VLLM::", "sglang.launch_server", "sglang serve", "vllm serve",
@@ -62,12 +62,12 @@ print(json.dumps(out))
 """
 
 
-def expand(pattern: str) -> List[str]:  # noqa: UP006
+def expand(pattern: str) -> List[str]:
     return sorted(glob.glob(os.path.expanduser(pattern)))
 
 
-def python_candidates() -> List[str]:  # noqa: UP006
-    found: List[str] = []  # noqa: UP006
+def python_candidates() -> List[str]:
+    found: List[str] = []
     seen = set()
     on_path = [shutil.which(n) for n in ("python3", "python")]
     for path in [p for p in on_path if p] + [p for g in PYTHON_GLOBS for p in expand(g)]:
@@ -80,7 +80,7 @@ def python_candidates() -> List[str]:  # noqa: UP006
     return found[:24]
 
 
-def probe_python(path: str) -> Dict[str, object]:  # noqa: UP006
+def probe_python(path: str) -> Dict[str, object]:
     try:
         proc = subprocess.run([path, "-c", PROBE], capture_output=True, text=True, timeout=90)
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -91,7 +91,7 @@ def probe_python(path: str) -> Dict[str, object]:  # noqa: UP006
     return {"path": path, **json.loads(lines[-1])}
 
 
-def csv(argv: List[str]) -> Optional[List[List[str]]]:  # noqa: UP006, UP045
+def csv(argv: List[str]) -> Optional[List[List[str]]]:
     try:
         proc = subprocess.run(argv, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.TimeoutExpired):
@@ -101,7 +101,7 @@ def csv(argv: List[str]) -> Optional[List[List[str]]]:  # noqa: UP006, UP045
     return [[c.strip() for c in ln.split(",")] for ln in proc.stdout.splitlines() if ln.strip()]
 
 
-def gpus(table: Dict[int, Any]) -> Dict[str, object]:  # noqa: UP006
+def gpus(table: Dict[int, Any]) -> Dict[str, object]:
     if shutil.which("nvidia-smi") is None:
         return {"available": False, "gpus": [], "apps": []}
     fmt = "--format=csv,noheader,nounits"
@@ -123,10 +123,10 @@ def gpus(table: Dict[int, Any]) -> Dict[str, object]:  # noqa: UP006
             "topology": SHARED["topology"]()}  # fmt: skip
 
 
-def listeners() -> Dict[int, List[int]]:  # noqa: UP006
+def listeners() -> Dict[int, List[int]]:
     """pid -> the TCP ports it listens on."""
     ss = shutil.which("ss", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
-    out: Dict[int, List[int]] = {}  # noqa: UP006
+    out: Dict[int, List[int]] = {}
     if not ss:
         return out
     try:
@@ -143,7 +143,7 @@ def listeners() -> Dict[int, List[int]]:  # noqa: UP006
     return out
 
 
-def run_of(pid: int) -> Optional[Dict[str, object]]:  # noqa: UP006, UP045
+def run_of(pid: int) -> Optional[Dict[str, object]]:
     """The firedup run a server was started in: its cwd is `<workdir>/runs/<id>`."""
     try:
         cwd = os.readlink(f"/proc/{pid}/cwd")
@@ -154,8 +154,8 @@ def run_of(pid: int) -> Optional[Dict[str, object]]:  # noqa: UP006, UP045
     return meta if os.path.basename(os.path.dirname(cwd)) == "runs" else None
 
 
-def servers(table: Dict[int, Any], ports: Dict[int, List[int]]) -> List[object]:  # noqa: UP006
-    by_sid: Dict[int, Dict[str, Any]] = {}  # noqa: UP006
+def servers(table: Dict[int, Any], ports: Dict[int, List[int]]) -> List[object]:
+    by_sid: Dict[int, Dict[str, Any]] = {}
     for pid, row in sorted(table.items()):
         sid, uid, state = row
         try:
@@ -173,7 +173,7 @@ def servers(table: Dict[int, Any], ports: Dict[int, List[int]]) -> List[object]:
     return list(by_sid.values())
 
 
-def models() -> List[str]:  # noqa: UP006
+def models() -> List[str]:
     found = [p for g in MODEL_GLOBS for p in expand(g)]
     return [p for p in found if os.path.isfile(os.path.join(p, "config.json"))][:20]
 

@@ -12,13 +12,13 @@ import json
 import os
 import pwd
 import subprocess
-from typing import Dict, List, Optional, Tuple  # noqa: UP035 - runs on the node's python 3.8
+from typing import Dict, List, Optional, Tuple  # the node's python, 3.8 up
 
-ProcRow = Tuple[int, int, str]  # noqa: UP006 - (sid, uid, state)
+ProcRow = Tuple[int, int, str]
 
 
-def proc_table() -> Dict[int, ProcRow]:  # noqa: UP006
-    table: Dict[int, ProcRow] = {}  # noqa: UP006
+def proc_table() -> Dict[int, ProcRow]:
+    table: Dict[int, ProcRow] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -39,7 +39,7 @@ def user_name(uid: int) -> str:
         return str(uid)
 
 
-def read_text(path: str) -> Optional[str]:  # noqa: UP045
+def read_text(path: str) -> Optional[str]:
     try:
         with open(path, encoding="utf-8") as fh:
             return fh.read()
@@ -47,8 +47,8 @@ def read_text(path: str) -> Optional[str]:  # noqa: UP045
         return None
 
 
-def slot_dirs(roots: List[str]) -> List[str]:  # noqa: UP006
-    found: List[str] = []  # noqa: UP006
+def slot_dirs(roots: List[str]) -> List[str]:
+    found: List[str] = []
     for root in roots:
         for path in [root, *sorted(glob.glob(os.path.join(root, "slots", "*")))]:
             if path not in found and os.path.isdir(path):
@@ -56,10 +56,10 @@ def slot_dirs(roots: List[str]) -> List[str]:  # noqa: UP006
     return found
 
 
-def slot_facts(roots: List[str], own: str, table: Dict[int, ProcRow]) -> List[object]:  # noqa: UP006
+def slot_facts(roots: List[str], own: str, table: Dict[int, ProcRow]) -> List[object]:
     """Every slot under the roots but our own: its current run's meta and whether it lives
     (a non-zombie process of the run's session: the server's pid is its session)."""
-    out: List[object] = []  # noqa: UP006
+    out: List[object] = []
     for path in slot_dirs(roots):
         if os.path.normpath(path) == os.path.normpath(own):
             continue
@@ -77,7 +77,7 @@ def slot_facts(roots: List[str], own: str, table: Dict[int, ProcRow]) -> List[ob
     return out
 
 
-def topology() -> Optional[str]:  # noqa: UP045
+def topology() -> Optional[str]:
     try:
         proc = subprocess.run(
             ["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=20
@@ -87,7 +87,9 @@ def topology() -> Optional[str]:  # noqa: UP045
     return proc.stdout if proc.returncode == 0 else None
 
 
-def share_facts(args: Dict[str, object], gpus: Dict[str, object]) -> Dict[str, object]:  # noqa: UP006
+def share_facts(
+    args: Dict[str, object], gpus: Dict[str, object], topo: Optional[str]
+) -> Dict[str, object]:
     table = proc_table()
     for app in gpus.get("apps", []) or []:  # type: ignore[attr-defined]
         row = table.get(app["pid"])
@@ -96,5 +98,5 @@ def share_facts(args: Dict[str, object], gpus: Dict[str, object]) -> Dict[str, o
     roots = [str(r) for r in args.get("slot_roots", [])]  # type: ignore[attr-defined]
     return {
         "slots": slot_facts(roots, str(args.get("workdir", "")), table),
-        "topology": topology() if gpus.get("available") else None,
+        "topology": topo if gpus.get("available") else None,
     }
