@@ -44,7 +44,7 @@ from firedup.ops.history import (
     run_record,
     stop_of,
 )
-from firedup.ops.place import auto_gpus
+from firedup.ops.place import auto_gpus, give_way
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
@@ -133,7 +133,7 @@ def start_plan(
     # The chosen GPUs are exported for `gpus: auto` (a listed set is in the script already);
     # either way the run's meta records them, for status, stop and the other slots.
     plan = for_release(plan, engine_version, gpus if plan.deployment.gpus == "auto" else None)
-    return start_run(
+    run = start_run(
         node,
         plan.host,
         plan.deployment,
@@ -146,6 +146,8 @@ def start_plan(
         gpus=gpus if gpus is not None else _listed(plan.deployment),
         on_progress=on_progress,
     )
+    give_way(node, plan.host, run, on_progress)  # another slot took these GPUs meanwhile?
+    return run
 
 
 def _listed(deployment: Deployment) -> tuple[int, ...] | None:

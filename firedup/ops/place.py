@@ -8,17 +8,20 @@ ports. A deployment that names no GPUs is placed as `gpus: auto`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from firedup.config.inventory import Deployment, HostSpec
 from firedup.config.slots import gpu_request, slot_workdir, spell_gpus
 from firedup.errors import StartError
 from firedup.launch.render import launch_env
-from firedup.launch.runs import current_run
+from firedup.launch.runs import RunMeta, current_run, stop_run
 from firedup.node.base import Node
 from firedup.preflight import preflight
+from firedup.preflight.claim import claim_rival
 from firedup.preflight.model import Check
 
+Progress = Callable[[str], None]
 PROBE_SLOT = "place-probe"  # never created: the judged slot only has to differ from all others
 
 
@@ -79,3 +82,21 @@ def auto_gpus(
         detail = problem.detail if problem else "the node lists no GPUs"
         raise StartError(f"{host.name}: gpus: auto: {detail}; nothing was started")
     return report.gpus
+
+
+def give_way(node: Node, host: HostSpec, run: RunMeta, on_progress: Progress) -> None:
+    """A run that started just after another slot's took an overlapping GPU set (both passed
+    preflight at once) is stopped again and refused (firedup.preflight.claim)."""
+    if run.gpus is None:
+        return
+    other = claim_rival(node, host, run.gpus)
+    if other is None:
+        return
+    on_progress(f"GPUs {spell_gpus(run.gpus)} were taken a moment earlier by {other.label}")
+    stop_run(node, run, grace_s=5)
+    shared = spell_gpus(tuple(sorted(set(run.gpus) & set(other.gpus or ()))))
+    raise StartError(
+        f"{host.name}: GPUs {shared} are used by {other.label}, started a moment before this "
+        f"run; run {run.run_id} was stopped again",
+        hint="give the deployments GPU sets that do not overlap ('gpus: auto' avoids them)",
+    )

@@ -73,8 +73,17 @@ def slot_facts(roots: List[str], own: str, table: Dict[int, ProcRow]) -> List[ob
             continue
         sid = int(pid) if pid.isdigit() else -1
         alive = any(row[0] == sid and row[2] not in ("Z", "X") for row in table.values())
-        out.append({"dir": path, "meta": meta, "pid": sid, "alive": alive})
+        # `pid starttime sid` (start.sh): when the server started, on the node's own clock
+        identity = (read_text(os.path.join(path, "current", "identity")) or "").split()
+        start = int(identity[1]) if len(identity) > 1 and identity[1].isdigit() else -1
+        out.append({"dir": path, "meta": meta, "pid": sid, "alive": alive, "start": start})
     return out
+
+
+def claim_facts(args: Dict[str, object]) -> Dict[str, object]:
+    """After a start: every slot under the roots, our own included (who started first)."""
+    roots = [str(r) for r in args.get("slot_roots", [])]  # type: ignore[attr-defined]
+    return {"slots": slot_facts(roots, "", proc_table())}
 
 
 def topology() -> Optional[str]:

@@ -23,6 +23,7 @@ class OtherSlot:
     pid: int
     alive: bool
     gpus: tuple[int, ...] | None  # as its run recorded them; None: not recorded
+    start: int = -1  # its server's start time on the node's clock (/proc stat), -1 unknown
 
     @property
     def label(self) -> str:
@@ -95,6 +96,7 @@ def parse_slots(raw: Any) -> tuple[OtherSlot, ...]:
                 pid=int(item.get("pid", -1)),
                 alive=bool(item.get("alive")),
                 gpus=tuple(int(g) for g in gpus) if isinstance(gpus, list) else None,
+                start=int(item.get("start", -1)),
             )
         )
     return tuple(out)

@@ -358,3 +358,26 @@ def test_start_without_preflight_still_chooses_auto_gpus_on_the_node(
         assert "CUDA_VISIBLE_DEVICES=4,5,6,7" in launch
     finally:
         stop_runs(inv)
+
+
+def test_two_overlapping_slots_deployed_at_once_never_both_run(
+    sshd: Sshd, tmp_path: Path, gpu_state: Path, write_inventory: Callable[..., Path]
+) -> None:
+    """Both preflights may pass at the same moment: the run that started later gives way."""
+    workdir = tmp_path / "node"
+    sets = {"a": [0, 1, 2, 3], "c": [2, 3, 4, 5]}
+    hosts = {n: gpu_host(sshd, workdir, gpu_state, n, slot=n) for n in sets}
+    inv = write_inventory(hosts, {n: tp4(gpus=g) for n, g in sets.items()})
+    try:
+        both = fab("deploy", "--host", "a,c", "--inventory", str(inv), timeout_s=180)
+        text = both.stdout + both.stderr
+        assert both.returncode in (6, 7), text
+        status = fab("status", "--host", "a,c", "--inventory", str(inv))
+        rows = {ln.split()[0]: ln.split() for ln in status.stdout.splitlines()[1:3]}
+        ready = [n for n, row in rows.items() if len(row) > 5 and row[5] == "ready"]
+        assert len(ready) == 1, status.stdout
+        loser = "c" if ready == ["a"] else "a"
+        assert f"used by slot {ready[0]} (host {ready[0]}" in text, text
+        assert f"{loser}:" in text
+    finally:
+        stop_runs(inv)

@@ -245,3 +245,21 @@ def test_the_launch_exports_the_chosen_gpus_in_nvidia_smi_order() -> None:
     assert "export CUDA_VISIBLE_DEVICES=2,3" in chosen
     plain = listed.model_copy(update={"gpus": None})
     assert "CUDA_" not in render_launch(host, plain, run_id="r", rundir="/w").text
+
+
+def test_of_two_runs_claiming_a_gpu_at_once_the_later_gives_way() -> None:
+    from firedup.preflight.claim import rival
+    from firedup.preflight.sharing import parse_slots
+
+    def at(name: str, start: int, gpus: list[int], alive: bool = True) -> dict[str, Any]:
+        return {**slot(name, 100 + start, gpus, alive), "start": start}
+
+    slots = parse_slots([at("a", 50, [0, 1]), at("b", 60, [1, 2]), at("c", 40, [5])])
+    assert rival(slots, "/srv/fd/slots/a", (0, 1)) is None  # a started first
+    found = rival(slots, "/srv/fd/slots/b", (1, 2))
+    assert found is not None and found.slot == "a"
+    dead = parse_slots([at("a", 50, [0, 1], alive=False), at("b", 60, [1, 2])])
+    assert rival(dead, "/srv/fd/slots/b", (1, 2)) is None
+    tie = parse_slots([at("a", 50, [0]), at("b", 50, [0])])
+    assert rival(tie, "/srv/fd/slots/b", (0,)) is not None  # the directory breaks a tie
+    assert rival(tie, "/srv/fd/slots/a", (0,)) is None
