@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from firedup.config.inventory import Deployment, HostSpec
 from firedup.config.slots import gpu_request, slot_workdir, spell_gpus
-from firedup.errors import StartError
+from firedup.errors import StartError, TransientConnectError
 from firedup.launch.render import launch_env
 from firedup.launch.runs import RunMeta, current_run, stop_run
 from firedup.node.base import Node
 from firedup.preflight import preflight
 from firedup.preflight.claim import claim_rival
 from firedup.preflight.model import Check
+from firedup.preflight.sharing import OtherSlot
 
 Progress = Callable[[str], None]
 PROBE_SLOT = "place-probe"  # never created: the judged slot only has to differ from all others
@@ -84,19 +85,38 @@ def auto_gpus(
     return report.gpus
 
 
+def _rival_once_more(node: Node, host: HostSpec, gpus: tuple[int, ...]) -> OtherSlot | None:
+    try:
+        return claim_rival(node, host, gpus)
+    except TransientConnectError:
+        return claim_rival(node, host, gpus)  # the node reconnects for the second look
+
+
 def give_way(node: Node, host: HostSpec, run: RunMeta, on_progress: Progress) -> None:
     """A run that started just after another slot's took an overlapping GPU set (both passed
     preflight at once) is stopped again and refused (firedup.preflight.claim)."""
     if run.gpus is None:
         return
-    other = claim_rival(node, host, run.gpus)
+    try:
+        other = _rival_once_more(node, host, run.gpus)
+    except TransientConnectError as exc:  # the server runs: the wait goes on and reconnects
+        on_progress(
+            f"could not look at the node's other slots after the start ({exc}); run "
+            f"{run.run_id} is running: `fab status` shows what else uses GPUs "
+            f"{spell_gpus(run.gpus)}"
+        )
+        return
     if other is None:
         return
     on_progress(f"GPUs {spell_gpus(run.gpus)} were taken a moment earlier by {other.label}")
-    stop_run(node, run, grace_s=5)
+    try:
+        stop_run(node, run, grace_s=5)
+        fate = "was stopped again"
+    except TransientConnectError as exc:
+        fate = f"may still be running: the connection dropped while stopping it ({exc})"
     shared = spell_gpus(tuple(sorted(set(run.gpus) & set(other.gpus or ()))))
     raise StartError(
         f"{host.name}: GPUs {shared} are used by {other.label}, started a moment before this "
-        f"run; run {run.run_id} was stopped again",
+        f"run; run {run.run_id} {fate}",
         hint="give the deployments GPU sets that do not overlap ('gpus: auto' avoids them)",
     )
