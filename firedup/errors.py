@@ -104,6 +104,13 @@ class RemoteCommandError(DeployError):
         return DeployError.__str__(self)
 
 
+class AnswerTooLargeError(DeployError):
+    """A node's answer to one command passed the bound the operator keeps in memory; the
+    command was ended (a log that became an endless stream, a file that grew)."""
+
+    exit_code = 4
+
+
 class PatchError(DeployError):
     """A patch does not apply, does not verify, or its manifest is invalid."""
 

@@ -47,6 +47,7 @@ from .common import (
 )
 from .plan import show_plan
 from .progress import Board, HostView, Mode, Output
+from .shown import shown
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
@@ -345,11 +346,8 @@ def render(
             )
             assumed = "" if engine_version else " (assumed; --engine-version to choose)"
             # stderr: stdout stays the script alone, for `fab render > launch.sh`
-            print(
-                f"{spec.name}: rendered for {deployment.engine.value} "
-                f"{plan.script.release}{assumed}",
-                file=sys.stderr,
-            )
+            what = f"{deployment.engine.value} {plan.script.release}{assumed}"
+            print(shown(f"{spec.name}: rendered for {what}"), file=sys.stderr)
             print(plan.script.text, end="")
 
 

@@ -10,7 +10,6 @@ from collections.abc import Callable
 from invoke.context import Context
 
 from firedup.config.inventory import Inventory
-from firedup.config.secrets import mask
 from firedup.errors import StartError, UsageError
 from firedup.launch.runs import current_run
 from firedup.ops.deploy import DeployOptions, is_alive
@@ -44,6 +43,7 @@ from .deploy import (
     _run_fleet,
 )
 from .progress import Output
+from .shown import shown
 
 
 @task(
@@ -158,7 +158,7 @@ def _report(outcome: RollOutcome, quiet: bool) -> None:
     if outcome.ok:
         return
     for error in outcome.failures.values():  # the whole error: the failed check, the proof
-        print(mask(f"firedup: {error}"), file=sys.stderr)
+        print(shown(f"firedup: {error}"), file=sys.stderr)
     first = next(iter(outcome.failures.values()), None)
     stopped = StartError(  # the first failure's exit code; 7 when no worker was tried
         f"rolling restart stopped: {outcome.stopped}",

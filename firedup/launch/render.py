@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.config.slots import gpu_env
 from firedup.engine import Engine
 from firedup.errors import RenderError
-from firedup.launch.flags import Spelling, spell
+from firedup.launch.flags import VLLM_CLI, Spelling, spell
 
 if TYPE_CHECKING:
     import jinja2
@@ -114,16 +113,15 @@ def engine_args(deployment: Deployment) -> list[Flag]:
 def launch_env(
     host: HostSpec, deployment: Deployment, gpus: tuple[int, ...] | None = None
 ) -> dict[str, str]:
-    """The launch environment: host env first, the deployment's wins on a clash; the draft
-    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself); the GPU
-    set (chosen on the node for `gpus: auto`, else the listed one) becomes
-    CUDA_VISIBLE_DEVICES."""
+    """The launch environment: host env first, the deployment's wins on a clash; the long
+    context knob becomes the engine's own env var (SGLang's or vLLM's); the GPU set (chosen
+    on the node for `gpus: auto`, else the listed one) becomes CUDA_VISIBLE_DEVICES."""
     env = {**host.env, **deployment.env}
     chosen = gpus if gpus is not None else deployment.gpu_set
     if isinstance(chosen, tuple):
         env.update(gpu_env(chosen, env))
-    if deployment.draft_context == "extend" and deployment.engine is Engine.SGLANG:
-        env[SGLANG_LONG_CONTEXT_ENV] = "1"
+    if deployment.long_context == "allow" or deployment.draft_context == "extend":
+        env[deployment.long_context_env] = "1"
     return env
 
 
@@ -166,6 +164,7 @@ def render_launch(
         "engine_args": engine_args(deployment),
         "speculative_config": vllm_speculative_config(deployment, spelling),
         "spelling": spelling,
+        "cli_module": VLLM_CLI,
         "placement": placement,
         "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
     }

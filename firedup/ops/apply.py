@@ -34,6 +34,8 @@ from firedup.ops.multinode import LOCK_RETAKEN, Rank, wait_multinode
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions
 from firedup.readiness.watch import WaitStatus
 
+STARTED = (Outcome.STARTED, "started; waiting for ready")
+
 HostProgress = Callable[[str, str], None]
 PLAIN_DEPLOY = DeployOptions()
 
@@ -121,7 +123,10 @@ def deploy_ranks(
             )
             for r, report in zip(ranks, reports, strict=True)
         ]
-        for run in runs:
+        for rank, run in zip(ranks, runs, strict=True):
+            # Recorded now: a deploy killed while it waits (kill -9, a closed laptop) still
+            # leaves its run in the history; the outcome follows in its own line.
+            record(rank.node, rank.plan, run, how.action, STARTED, on_progress=say(rank))
             on_started(run)
         for rank, lock in zip(ranks, locks, strict=True):
             mark_waiting(rank.node, rank.plan.host, lock)  # now `fab stop` may take it over

@@ -38,13 +38,13 @@ from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
-    inventory_commit,
     prune_runs,
     read_history,
     run_record,
     stop_of,
 )
 from firedup.ops.place import auto_gpus, give_way
+from firedup.ops.repo import inventory_commit
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight

@@ -18,7 +18,8 @@ from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, 
 from firedup.node.base import Node
 from firedup.node.lock import node_lock, waiting_holder
 from firedup.ops.handoff import handoff_of, leave
-from firedup.ops.history import Action, Outcome, append_history, inventory_commit, run_record
+from firedup.ops.history import Action, Outcome, append_history, run_record
+from firedup.ops.repo import inventory_commit
 
 GPU_RELEASE_S = 15.0  # the driver frees memory a moment after the process is reaped
 

