@@ -15,6 +15,7 @@ def __getattr__(name: str) -> Any:
     from invoke import Collection
 
     from . import (
+        containers,
         deploy,
         discover,
         explain,
@@ -41,6 +42,7 @@ def __getattr__(name: str) -> Any:
         ops.stop,
         ops.logs,
         patches.sync_patches,
+        containers.pull,
         smoke.smoke_test,
         history.history,
         lock.unlock,

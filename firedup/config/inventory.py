@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from firedup.config.container import ContainerOptions, RuntimeName, check_image, effective_runtime
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory, trust_named
 from firedup.config.slots import SLOTS_DIR, check_gpus_key, slot_root, slot_workdir
@@ -67,6 +68,9 @@ class HostSpec(FrozenModel):
     keep_runs: int = Field(default=10, ge=1)
     node_address: str | None = None  # how the other nodes of a multi-node deployment reach it
     source: Path | None = None  # the inventory file it came from (set at load, like name)
+    runtime: RuntimeName | None = None  # python (default), podman, docker: docs/containers.md
+    image: str | None = None
+    container: ContainerOptions = Field(default_factory=ContainerOptions)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -129,12 +133,13 @@ class Inventory(FrozenModel):
                     f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
                     f"known: {', '.join(sorted(self.deployments)) or 'none'}"
                 )
-        for host in self.hosts.values():
-            d = self.deployments[host.deployment]
+            dep = self.deployments[host.deployment]
+            runtime = effective_runtime(host.runtime, dep.runtime)
+            check_image(f"hosts.{host.name}", runtime, dep.image or host.image)
             try:  # a host's env may pin GPUs too: it must agree with the deployment's `gpus`
-                check_gpus_key(d.gpus, -(-d.tp // d.nnodes), {**host.env, **d.env})
+                check_gpus_key(dep.gpus, -(-dep.tp // dep.nnodes), {**host.env, **dep.env})
             except ValueError as exc:
-                raise ValueError(f"hosts.{host.name} with deployment {d.name}: {exc}") from None
+                raise ValueError(f"hosts.{host.name} with deployment {dep.name}: {exc}") from None
         for deployment in self.deployments.values():
             _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():

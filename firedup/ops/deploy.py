@@ -33,6 +33,7 @@ from firedup.launch.runs import (
 from firedup.logscan import ScanState
 from firedup.node.base import Node
 from firedup.node.lock import lock_status, node_lock
+from firedup.ops.containers import apply_patches, launch_image
 from firedup.ops.handoff import leave_before_restart
 from firedup.ops.history import (
     Action,
@@ -45,7 +46,6 @@ from firedup.ops.history import (
 )
 from firedup.ops.place import auto_gpus, give_way
 from firedup.ops.repo import inventory_commit
-from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
 from firedup.readiness.wait import WaitOptions
@@ -91,6 +91,7 @@ def plan_deploy(
         placement=placement,
         engine_version=engine_version,
         gpus=gpus,
+        image=launch_image(host, deployment),
     )
     check_bash_syntax(script)
     return DeployPlan(host, deployment, run_id, script, placement, gpus)
@@ -283,7 +284,7 @@ def prepare(
     if report.gpus is not None and plan.deployment.gpus == "auto":
         on_progress(f"GPUs {','.join(map(str, report.gpus))} chosen ({report.gpus_why})")
     if plan.deployment.patches:
-        patched = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
+        patched = apply_patches(node, plan.host, plan.deployment, on_progress)
         for line in patched.lines():
             on_progress(f"patch {line}")
     return report

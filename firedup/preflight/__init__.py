@@ -14,10 +14,13 @@ from firedup.errors import RenderError
 from firedup.launch.render import launch_env, render_launch
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
+from firedup.node.runtime import OciRuntime, runtime_for
+from firedup.node.runtime.inside import helper_container, inside_host, staging_dir
 from firedup.patching import Mode, PatchReport, sync_patches
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.facts import NodeFacts, gather_facts
 from firedup.preflight.gpuchoice import with_choice
+from firedup.preflight.image import container_facts
 from firedup.preflight.model import Check, Outcome, PreflightReport
 
 __all__ = ["Check", "NodeFacts", "Outcome", "PreflightReport", "preflight"]
@@ -32,17 +35,24 @@ def preflight(
     restart: bool = False,
     patches: PatchReport | None = None,
     placement: Placement | None = None,
-    extra_roots: tuple[str, ...] = (),
 ) -> PreflightReport:
     """Look at the node (read-only) and judge the launch. Raises nothing for a failed check:
     the report says; the caller decides (deploy refuses, plan prints)."""
-    facts = gather_facts(node, host, deployment, extra_roots)
-    if patches is None and deployment.patches:
-        patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
+    runtime = runtime_for(host, deployment)
+    image: tuple[Check, ...] = ()
+    if isinstance(runtime, OciRuntime):
+        facts, check = container_facts(node, host, deployment, runtime)
+        image = (check,)
+        if patches is None and deployment.patches and check.outcome is Outcome.PASS:
+            patches = image_patches(node, host, deployment, runtime)
+    else:
+        facts = gather_facts(node, host, deployment)
+        if patches is None and deployment.patches:
+            patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
     situation = judged(host, deployment, facts, current, restart, patches, placement)
     return PreflightReport(
         host=host.name,
-        checks=run_checks(situation),
+        checks=(*image, *run_checks(situation)),
         engine_version=facts.engine_version,
         gpus=situation.gpus_chosen,
         gpus_why=situation.gpus_why,
@@ -95,4 +105,13 @@ def _rendered(
         )
     except RenderError as exc:
         return None, str(exc)
-    return script.text, None
+    return script.inner or script.text, None  # in a container: the engine's script
+
+
+def image_patches(
+    node: Node, host: HostSpec, deployment: Deployment, runtime: OciRuntime
+) -> PatchReport:
+    """The patches checked inside a throwaway container of the deployment's image."""
+    with helper_container(node, runtime.cli(), runtime.image, staging_dir(host)) as inside:
+        host_inside = inside_host(host, runtime.python)
+        return sync_patches(inside, host_inside, deployment, mode=Mode.CHECK)

@@ -138,20 +138,23 @@ def parse_engine_args(raw: Any) -> EngineArgs | None:
     )
 
 
-def facts_argv(
-    host: HostSpec, deployment: Deployment, extra_roots: tuple[str, ...] = ()
-) -> list[str]:
+def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
     """`env K=V... PYTHON -c SNIPPET ARGS`: the node's python, with the launch's environment."""
+    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
+    return ["env", *env, host.python, *facts_tail(host, deployment)]
+
+
+def facts_tail(host: HostSpec, deployment: Deployment) -> list[str]:
+    """`-c SNIPPET ARGS`, for whichever python runs it (the node's, or the image's)."""
     models = [deployment.model, *([deployment.draft_model] if deployment.draft_model else [])]
     args = {
         "engine": deployment.engine.value,
         "models": models,
         "port": deployment.port,
         "workdir": host.workdir,
-        "slot_roots": [host.slot_root, *extra_roots],
+        "slot_roots": [host.slot_root],  # where our other slots are (firedup.config.slots)
     }
-    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
-    return ["env", *env, host.python, "-c", _snippet(), json.dumps(args)]
+    return ["-c", _snippet(), json.dumps(args)]
 
 
 def parse_facts(data: dict[str, Any]) -> NodeFacts:
@@ -194,11 +197,10 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
 
 
 def gather_facts(
-    node: Node, host: HostSpec, deployment: Deployment, extra_roots: tuple[str, ...] = ()
+    node: Node, host: HostSpec, deployment: Deployment, argv: list[str] | None = None
 ) -> NodeFacts:
-    """`extra_roots`: other workdirs of this node (other inventory entries) to look for
-    slots in, beside this host's own."""
-    result = node.run(facts_argv(host, deployment, extra_roots), timeout_s=90, check=False)
+    """The facts as the node's python sees them (or as `argv` does: the image's python)."""
+    result = node.run(argv or facts_argv(host, deployment), timeout_s=90, check=False)
     if not result.ok:
         raise RemoteCommandError(result, f"preflight with {host.python}")
     lines = [ln for ln in result.out.splitlines() if ln.startswith("{")]
