@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from firedup.config.container import RuntimeName
+from firedup.config.keep import Notify, Restart, Watch
 from firedup.config.router import RouterSpec
 from firedup.config.slots import check_gpus_key
 from firedup.engine import Engine
@@ -161,6 +162,10 @@ class Deployment(FrozenModel):
     runtime: RuntimeName | None = None  # overrides the host's (docs/containers.md)
     image: str | None = None
     router: RouterSpec | None = None  # docs/router.md
+    # After ready (firedup.config.keep, docs/operations.md): any of them starts the watch.
+    restart: Restart | None = None
+    notify: Notify | None = None
+    watch: Watch | None = None
 
     @field_validator("phase_budgets_s")
     @classmethod
@@ -211,6 +216,8 @@ class Deployment(FrozenModel):
         if self.cuda_graph_max_bs is not None and self.engine is Engine.VLLM:
             raise ValueError("cuda_graph_max_bs is an SGLang knob; for vLLM pass it in args")
         self._check_ignored_knobs()
+        if self.nodes and (self.restart or self.watch):
+            raise ValueError("restart/watch: a multi-node deployment is not watched yet")
         check_gpus_key(self.gpus, -(-self.tp // self.nnodes), self.env)
         return self
 
@@ -230,6 +237,11 @@ class Deployment(FrozenModel):
             raise ValueError(
                 "speculative.draft_tp: SGLang runs the draft with the target's tp; remove it"
             )
+
+    @property
+    def watched(self) -> bool:
+        """Whether a deploy leaves the node-side watch running next to the server."""
+        return bool(self.restart or self.notify or self.watch) and not self.nodes
 
     @property
     def nnodes(self) -> int:

@@ -10,8 +10,9 @@ from enum import StrEnum
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.launch.gpus import GpuMemory, gpu_memory
+from firedup.launch.keepalive import WatchView, read_watch
 from firedup.launch.runs import RunMeta, current_run, tail_log
-from firedup.logscan import LogScanner, ScanState, Verdict
+from firedup.logscan import LogScanner, Phase, ScanState, Verdict
 from firedup.node.base import Node
 from firedup.node.lock import LockInfo, lock_status
 from firedup.node.probe import Probe, probe_run
@@ -58,6 +59,7 @@ class HostStatus:
     last_deploy: LastDeploy | None = None
     decode: DecodeStats | None = None
     lock: LockInfo | None = None
+    watch: WatchView | None = None  # the node-side watch's view of the run (issue 25)
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -86,13 +88,20 @@ def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
 
 def state_of(probe: Probe, scan: ScanState) -> RunState:
     if scan.verdict is Verdict.FAILED:
-        return RunState.FAILED
+        return RunState.READY if _serving_after(probe, scan) else RunState.FAILED
     if not probe.alive:
         return RunState.EXITED
     if scan.verdict is Verdict.READY:
         healthy = probe.listening_ours and probe.health == 200
         return RunState.READY if healthy else RunState.UNHEALTHY
     return RunState.STARTING
+
+
+def _serving_after(probe: Probe, scan: ScanState) -> bool:
+    """A fatal-looking line after ready while the live signals say the server is up: its
+    process alive, its port ours, /health 200. The log's words lose to what the server does."""
+    after_ready = any(span.phase is Phase.READY for span in scan.phases)
+    return after_ready and probe.alive and probe.listening_ours and probe.health == 200
 
 
 def applied_patches(node: Node, host: HostSpec) -> tuple[str, ...]:
@@ -138,6 +147,7 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         last_deploy=last_deploy(records),
         decode=decode_stats(tail) if probe.alive else None,
         lock=lock,
+        watch=read_watch(node, run.rundir),
     )
 
 

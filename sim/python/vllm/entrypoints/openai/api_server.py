@@ -106,6 +106,7 @@ def _serve(args: Any, server: Any, host: str, client: Any, server_up: Any) -> No
     uvicorn_like.serve_in_thread(server)
     events.record("ready")
     server_up.set()
+    routes.hang_later()
     while not stop.wait(0.2):
         if not client.engine_proc.is_alive():
             client.dead = True

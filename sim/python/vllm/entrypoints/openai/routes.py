@@ -8,6 +8,7 @@ import threading
 import time
 from typing import Any
 
+from firedup_sim import clock, faults
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
 
@@ -51,6 +52,16 @@ class EngineClient:
 CLIENT: EngineClient | None = None
 
 
+HUNG = threading.Event()  # the hang_after_ready fault
+
+
+def hang_later() -> None:
+    """With hang_after_ready, no request is answered from a moment after ready on (a stuck
+    engine loop: the processes live, the port stays open, nothing answers)."""
+    if faults.has("hang_after_ready"):
+        threading.Timer(clock.scaled(faults.AFTER_READY_S), HUNG.set).start()
+
+
 class VllmHandler(AccessLoggedHandler):
     def reply_json(self, status: int, payload: Any) -> None:
         self.send_reply(status, json.dumps(payload).encode())
@@ -65,6 +76,8 @@ class VllmHandler(AccessLoggedHandler):
     def _route(self, method: str, body: bytes) -> None:
         client = CLIENT
         assert client is not None
+        if HUNG.is_set():
+            threading.Event().wait()  # hang_after_ready: never answers; the client times out
         path = self.path.split("?", 1)[0]
         if (path == "/health" and method == "GET") or path == "/ping":
             self.send_reply(200 if client.check_health() else 503)
