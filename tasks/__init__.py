@@ -17,11 +17,13 @@ def __getattr__(name: str) -> Any:
     from . import (
         containers,
         deploy,
+        discover,
         explain,
         history,
         lock,
         ops,
         patches,
+        place,
         plan,
         restart,
         smoke,
@@ -47,6 +49,8 @@ def __getattr__(name: str) -> Any:
         history.history,
         lock.unlock,
         explain.explain_log,
+        place.place,
+        discover.discover,
     ):
         ns.add_task(task)
     globals()["ns"] = ns

@@ -9,6 +9,7 @@ from json import dumps
 from invoke.context import Context
 
 from firedup.errors import DeployError
+from firedup.launch.gpus import GpuMemory
 from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
 from firedup.node.slot import slot_mates
 from firedup.ops.shutdown import StopOutcome, stop_host
@@ -57,6 +58,16 @@ def _row(name: str, result: HostStatus | DeployError) -> list[str]:
     ]
 
 
+def gpus_text(gpus: tuple[GpuMemory, ...], ours: tuple[int, ...] | None) -> str:
+    """The node's GPU memory, or the run's GPUs' when its meta names them."""
+    if ours is not None:
+        gpus = tuple(g for g in gpus if g.index in ours) or gpus
+    used = sum(g.used_mib for g in gpus) / 1024
+    total = sum(g.total_mib for g in gpus) / 1024
+    which = f" (GPUs {','.join(map(str, ours))})" if ours is not None else ""
+    return f"gpus {len(gpus)}x {used:.0f}/{total:.0f} GiB used{which}"
+
+
 def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
     """The second line per host: whose run it is when another host entry started it, the
     host entries sharing its slot, GPUs, patches, the last deploy, serving stats, the lock."""
@@ -67,9 +78,7 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
     if mates:
         parts.append(f"one slot with {', '.join(mates)}")
     if result.gpus:
-        used = sum(g.used_mib for g in result.gpus) / 1024
-        total = sum(g.total_mib for g in result.gpus) / 1024
-        parts.append(f"gpus {len(result.gpus)}x {used:.0f}/{total:.0f} GiB used")
+        parts.append(gpus_text(result.gpus, run.gpus if run else None))
     if result.patches:
         parts.append(f"patches {', '.join(result.patches)}")
     if result.last_deploy:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from firedup.config.container import RuntimeName
 from firedup.config.keep import Notify, Restart, Watch
 from firedup.config.router import RouterSpec
+from firedup.config.slots import check_gpus_key
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
 
@@ -136,6 +137,7 @@ class Deployment(FrozenModel):
     port: Port = 30000
     bind: str = "127.0.0.1"
     tp: int = Field(default=1, ge=1)
+    gpus: list[Annotated[int, Field(ge=0)]] | Literal["auto"] | None = None  # docs/inventory.md
     context_length: int | None = Field(default=None, ge=1)
     mem_fraction: float | None = Field(default=None, gt=0, le=1)
     cuda_graph_max_bs: int | None = Field(default=None, ge=1)
@@ -216,6 +218,7 @@ class Deployment(FrozenModel):
         self._check_ignored_knobs()
         if self.nodes and (self.restart or self.watch):
             raise ValueError("restart/watch: a multi-node deployment is not watched yet")
+        check_gpus_key(self.gpus, -(-self.tp // self.nnodes), self.env)
         return self
 
     def _check_ignored_knobs(self) -> None:
@@ -243,6 +246,11 @@ class Deployment(FrozenModel):
     @property
     def nnodes(self) -> int:
         return max(1, len(self.nodes))
+
+    @property
+    def gpu_set(self) -> tuple[int, ...] | str | None:
+        """`gpus:` as a value: a tuple of indices, "auto", or None."""
+        return tuple(self.gpus) if isinstance(self.gpus, list) else self.gpus
 
     @property
     def draft_model(self) -> str | None:

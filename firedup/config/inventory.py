@@ -26,6 +26,7 @@ from firedup.config.container import ContainerOptions, RuntimeName, check_image,
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory, trust_named
 from firedup.config.keep import Notify, check_watchable
+from firedup.config.slots import SLOTS_DIR, check_gpus_key, slot_root, slot_workdir
 from firedup.errors import InventoryError
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -61,7 +62,8 @@ class HostSpec(FrozenModel):
     host_key_policy: KeyPolicy = KeyPolicy.STRICT
     connect_timeout_s: float = Field(default=10.0, gt=0)
     python: str = "python3"
-    workdir: str = Field(min_length=1)
+    workdir: str = Field(min_length=1)  # the slot's directory (see `slot`)
+    slot: str | None = Field(default=None, pattern=NAME_RE)  # several deployments per node
     env: dict[str, str] = Field(default_factory=dict)
     deployment: str
     keep_runs: int = Field(default=10, ge=1)
@@ -76,6 +78,26 @@ class HostSpec(FrozenModel):
     @classmethod
     def _check_env(cls, value: Any) -> Any:
         return env_map(value) if isinstance(value, Mapping) else value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _slot_workdir(cls, data: Any) -> Any:
+        """With `slot:`, the entry's state lives in `<workdir>/slots/<slot>` (firedup.config.
+        slots); every use of `workdir` is then the slot's own."""
+        if not isinstance(data, dict) or not isinstance(data.get("slot"), str):
+            return data
+        workdir, slot = data.get("workdir"), data["slot"]
+        if not isinstance(workdir, str) or not workdir.startswith("/"):
+            return data  # the workdir validator says what is wrong
+        root = posixpath.normpath(workdir)
+        if posixpath.basename(posixpath.dirname(root)) == SLOTS_DIR and root.endswith(slot):
+            return data  # already the slot's directory (a model re-validated)
+        return {**data, "workdir": slot_workdir(root, slot)}
+
+    @property
+    def slot_root(self) -> str:
+        """The inventory's `workdir`: where every slot of this node's workdir lives."""
+        return slot_root(self.workdir, self.slot)
 
     @field_validator("identity_file", "known_hosts", "ssh_config")
     @classmethod
@@ -133,6 +155,10 @@ class Inventory(FrozenModel):
             runtime = effective_runtime(host.runtime, dep.runtime)
             check_image(f"hosts.{host.name}", runtime, dep.image or host.image)
             check_watchable(f"hosts.{host.name}", runtime, dep.watched)
+            try:  # a host's env may pin GPUs too: it must agree with the deployment's `gpus`
+                check_gpus_key(dep.gpus, -(-dep.tp // dep.nnodes), {**host.env, **dep.env})
+            except ValueError as exc:
+                raise ValueError(f"hosts.{host.name} with deployment {dep.name}: {exc}") from None
         for deployment in self.deployments.values():
             _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():

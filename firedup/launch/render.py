@@ -17,6 +17,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
+from firedup.config.slots import gpu_env
 from firedup.engine import Engine
 from firedup.errors import RenderError
 from firedup.launch.container import container_launch
@@ -112,10 +113,16 @@ def engine_args(deployment: Deployment) -> list[Flag]:
     return flag_args(args)
 
 
-def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
+def launch_env(
+    host: HostSpec, deployment: Deployment, gpus: tuple[int, ...] | None = None
+) -> dict[str, str]:
     """The launch environment: host env first, the deployment's wins on a clash; the long
-    context knob becomes the engine's own env var (SGLang's or vLLM's)."""
+    context knob becomes the engine's own env var (SGLang's or vLLM's); the GPU set (chosen
+    on the node for `gpus: auto`, else the listed one) becomes CUDA_VISIBLE_DEVICES."""
     env = {**host.env, **deployment.env}
+    chosen = gpus if gpus is not None else deployment.gpu_set
+    if isinstance(chosen, tuple):
+        env.update(gpu_env(chosen, env))
     if deployment.long_context == "allow" or deployment.draft_context == "extend":
         env[deployment.long_context_env] = "1"
     return env
@@ -145,6 +152,7 @@ def render_launch(
     rundir: str,
     placement: Placement | None = None,
     engine_version: str | None = None,
+    gpus: tuple[int, ...] | None = None,
     image: str | None = None,
 ) -> LaunchScript:
     """The launch script for the engine release installed on the node (`engine_version`, as
@@ -165,6 +173,7 @@ def render_launch(
         rundir=rundir,
         placement=placement,
         engine_version=engine_version,
+        gpus=gpus,
     )
     if not isinstance(runtime, OciRuntime):
         return script
@@ -180,6 +189,7 @@ def engine_script(
     rundir: str,
     placement: Placement | None = None,
     engine_version: str | None = None,
+    gpus: tuple[int, ...] | None = None,
 ) -> LaunchScript:
     """The engine's own launch script (today's templates), wherever its python is."""
     spelling = spell(deployment, engine_version)
@@ -188,7 +198,7 @@ def engine_script(
         "deployment": deployment,
         "run_id": run_id,
         "rundir": rundir,
-        "env": launch_env(host, deployment),
+        "env": launch_env(host, deployment, gpus),
         "secret_names": sorted(deployment.secrets),
         "engine_args": engine_args(deployment),
         "speculative_config": vllm_speculative_config(deployment, spelling),

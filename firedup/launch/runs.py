@@ -46,6 +46,8 @@ class RunMeta:
     bind: str = "127.0.0.1"
     engine_version: str | None = None
     runtime: str = "python"  # where the engine runs: python, podman, docker (node.runtime)
+    gpus: tuple[int, ...] | None = None  # the node GPU indices it runs on, as chosen at deploy
+    slot: str | None = None  # the host entry's slot (firedup.config.slots)
 
     @property
     def rundir(self) -> str:
@@ -62,6 +64,8 @@ class RunMeta:
     def from_json(cls, text: str | bytes) -> RunMeta:
         data: dict[str, Any] = json.loads(text)
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        gpus = known.get("gpus")
+        known["gpus"] = tuple(int(g) for g in gpus) if isinstance(gpus, list) else None
         return cls(**{**known, "engine": Engine(data["engine"])})
 
 
@@ -126,6 +130,7 @@ def start_run(
     force: bool = False,
     secrets: Mapping[str, str] | None = None,
     engine_version: str | None = None,
+    gpus: tuple[int, ...] | None = None,
     on_progress: Callable[[str], None] = lambda _msg: None,
 ) -> RunMeta:
     """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
@@ -162,6 +167,8 @@ def start_run(
         bind=deployment.bind,
         engine_version=engine_version,
         runtime=runtime.name,
+        gpus=gpus,
+        slot=host.slot,
     )
     if secrets:
         text = secrets_env_text(secrets).encode()

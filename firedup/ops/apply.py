@@ -100,7 +100,7 @@ def deploy_ranks(
             )
             for r in ranks
         ]
-        versions = [prepare(r.node, r.plan, how, say(r)).engine_version for r in ranks]
+        reports = [prepare(r.node, r.plan, how, say(r)) for r in ranks]
         for rank, lock in zip(ranks, locks, strict=True):
             # A drop while preparing reconnected silently and ended that node's lock holder:
             # take it back (or learn who took the node) before anything is started.
@@ -118,10 +118,11 @@ def deploy_ranks(
                 r.plan,
                 restart=how.restart,
                 force=how.force,
-                engine_version=v,
+                engine_version=report.engine_version,
+                gpus=report.gpus,
                 on_progress=say(r),
             )
-            for r, v in zip(ranks, versions, strict=True)
+            for r, report in zip(ranks, reports, strict=True)
         ]
         for rank, run in zip(ranks, runs, strict=True):
             # Recorded now: a deploy killed while it waits (kill -9, a closed laptop) still

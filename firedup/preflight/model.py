@@ -37,6 +37,8 @@ class PreflightReport:
     host: str
     checks: tuple[Check, ...]
     engine_version: str | None = None  # as the node's python reported it
+    gpus: tuple[int, ...] | None = None  # the GPUs the launch uses, chosen from the facts
+    gpus_why: str = ""
 
     @property
     def failures(self) -> tuple[Check, ...]:

@@ -193,14 +193,17 @@ def disk_facts(path: str) -> dict[str, object]:
 
 
 NO_SMI: Ran = (None, "nvidia-smi not found on PATH")
-with ThreadPoolExecutor(max_workers=3) as pool:
+SHARE = globals()  # topology and share_facts: from node_share.py, shipped ahead of this file
+with ThreadPoolExecutor(max_workers=4) as pool:
     # The tools run while python imports the engine: nvidia-smi takes 0.1-1 s on a real node,
     # and its two queries need not wait for each other.
     gpus_ran: Future[Ran]
     apps_ran: Future[Ran]
+    topo_ran: Optional[Future[Optional[str]]] = None  # noqa: UP045 - the node's python 3.8
     if shutil.which("nvidia-smi") is None:
         gpus_ran = apps_ran = pool.submit(lambda: NO_SMI)
     else:
+        topo_ran = pool.submit(SHARE["topology"])
         gpus_ran = pool.submit(run, ["nvidia-smi", GPU_QUERY, "--format=csv,noheader,nounits"])
         apps_ran = pool.submit(run, ["nvidia-smi", APPS_QUERY, "--format=csv,noheader,nounits"])
     port_ran = pool.submit(run, ss_argv(ARGS["port"]))
@@ -218,4 +221,6 @@ with ThreadPoolExecutor(max_workers=3) as pool:
             for tool in ("ss", "setsid", "nohup", "tail", "ps", "curl")
         },
     }
+    topo = topo_ran.result() if topo_ran is not None else None
+facts["share"] = SHARE["share_facts"](ARGS, facts["gpus"], topo)  # who else is on this node
 print(json.dumps(facts))

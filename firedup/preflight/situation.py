@@ -22,6 +22,18 @@ class Situation:
     restart: bool
     script: str | None = None  # the launch script rendered for the node's engine release
     render_error: str | None = None  # why it could not be (a knob the release lacks)
+    gpus_chosen: tuple[int, ...] | None = None  # node GPU indices (firedup.preflight.gpuchoice)
+    gpus_why: str = ""
+    gpus_short: str = ""  # `gpus: auto` found too few free GPUs: why
+
+    def used_gpus(self, per_node: int) -> tuple[Gpu, ...]:
+        """The GPUs the launch will use (after a restart's), in the chosen order; without a
+        choice, the first `per_node` (the engine's own default)."""
+        gpus = self.gpus_after_restart()
+        if self.gpus_chosen is None:
+            return gpus[:per_node]
+        by_index = {g.index: g for g in gpus}
+        return tuple(by_index[i] for i in self.gpus_chosen if i in by_index)
 
     def gpus_after_restart(self) -> tuple[Gpu, ...]:
         """The GPUs as they will be once a restart has stopped our run: its memory counts as

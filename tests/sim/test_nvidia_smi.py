@@ -87,3 +87,66 @@ def test_a_killed_rank_not_yet_reaped_holds_no_memory(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_cuda_visible_devices_maps_ordinals_to_node_gpus(tmp_path: Path) -> None:
+    """A rank's CUDA device 1 under CUDA_VISIBLE_DEVICES=4,6 is the node's GPU 6, as nvidia-smi
+    (which ignores the variable) shows it; an ordinal past the list fails as CUDA does."""
+    env = {**_env(tmp_path), "CUDA_VISIBLE_DEVICES": "4,6"}
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD.replace("Holder(3,", "Holder(1,")],
+        env=env,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == b"held\n"
+        apps = _smi(env, "--query-compute-apps=pid,gpu_uuid", "--format=csv,noheader")
+        assert apps.stdout.strip().endswith("000000000006"), apps.stdout
+    finally:
+        holder.kill()
+        holder.wait()
+    bad = subprocess.run(
+        [sys.executable, "-c", HOLD.replace("Holder(3,", "Holder(2,")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode != 0 and "invalid device ordinal" in bad.stderr
+
+
+def test_topology_matrix_reads_as_the_real_one(tmp_path: Path) -> None:
+    from firedup.preflight.sharing import parse_topology
+
+    nvswitch = _smi(_env(tmp_path), "topo", "-m").stdout
+    assert nvswitch.startswith("\tGPU0\tGPU1") and "\t\tN/A\n" in nvswitch
+    assert "Legend:" in nvswitch and "NV#  = Connection traversing" in nvswitch
+    topo = parse_topology(nvswitch)
+    assert topo.link(0, 5) == "NV18" and topo.numa[3] == "0" and topo.numa[4] == "1"
+    pcie = parse_topology(
+        _smi({**_env(tmp_path), "FIREDUP_SIM_TOPOLOGY": "pcie"}, "topo", "-m").stdout
+    )
+    assert (pcie.link(0, 1), pcie.link(0, 2), pcie.link(0, 4)) == ("PIX", "NODE", "SYS")
+    assert _smi(_env(tmp_path), "topo", "-p2p", "r").returncode == 2
+
+
+def test_another_users_holder_is_listed_with_everyone_elses(tmp_path: Path) -> None:
+    """`firedup_sim.hold`: a job holding memory on chosen node GPUs (the tests run it as
+    another account); nvidia-smi lists it per GPU under its pid."""
+    env = _env(tmp_path)
+    hold = subprocess.Popen(
+        [sys.executable, "-m", "firedup_sim.hold", "--gpus", "0,3", "--mib", "2048"],
+        env=env,
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert hold.stdout is not None and hold.stdout.readline().startswith(b"holding")
+        apps = _smi(env, "--query-compute-apps=pid,used_memory,gpu_uuid", "--format=csv,noheader")
+        rows = [r.split(", ") for r in apps.stdout.splitlines()]
+        assert [(int(r[0]), r[1], r[2][-1]) for r in rows] == [
+            (hold.pid, "2048 MiB", "0"),
+            (hold.pid, "2048 MiB", "3"),
+        ]
+    finally:
+        hold.terminate()
+        hold.wait(10)
+    assert _smi(env, "--query-compute-apps=pid", "--format=csv,noheader").stdout == ""

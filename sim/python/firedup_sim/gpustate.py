@@ -28,6 +28,26 @@ class Usage:
     used_mib: int
 
 
+def physical(ordinal: int) -> int:
+    """The node's GPU index (nvidia-smi's) of CUDA device `ordinal` of this process: CUDA
+    numbers the GPUs that CUDA_VISIBLE_DEVICES lists, in its order (with
+    CUDA_DEVICE_ORDER=PCI_BUS_ID, as firedup exports, CUDA's order is nvidia-smi's). An
+    ordinal past the visible list fails as CUDA does: `invalid device ordinal`."""
+    raw = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        visible = list(range(GPU_COUNT))
+    else:  # CUDA stops at the first entry it cannot read, as the driver does
+        visible = []
+        for item in raw.split(","):
+            item = item.strip()
+            if not item.isdigit() or int(item) >= GPU_COUNT or int(item) in visible:
+                break
+            visible.append(int(item))
+    if not 0 <= ordinal < len(visible):
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    return visible[ordinal]
+
+
 def state_dir() -> Path:
     path = Path(os.environ.get("FIREDUP_SIM_STATE") or f"/tmp/firedup-sim-{os.getuid()}")
     path.mkdir(parents=True, exist_ok=True)
@@ -79,17 +99,19 @@ def used_mib(gpu: int) -> int:
 
 
 def avail_gb(gpu: int) -> float:
+    """Free memory of the node's GPU `gpu` (a physical index, as Holder.gpu)."""
     return (TOTAL_MIB - used_mib(gpu)) / 1024
 
 
 class Holder:
     """Memory one process holds on one GPU."""
 
-    def __init__(self, gpu: int, name: str) -> None:
-        self.gpu = gpu
+    def __init__(self, ordinal: int, name: str, *, node_index: int | None = None) -> None:
+        # The node's index (what nvidia-smi shows): CUDA's ordinal mapped, or given as is.
+        self.gpu = physical(ordinal) if node_index is None else node_index
         self.name = name
         self.used = CONTEXT_MIB
-        self.path = state_dir() / f"gpu{gpu}.{os.getpid()}.json"
+        self.path = state_dir() / f"gpu{self.gpu}.{os.getpid()}.json"
         atexit.register(self.release)
         self._write()
 
@@ -108,6 +130,7 @@ class Holder:
         }
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
+        tmp.chmod(0o644)  # nvidia-smi shows every user's processes
         os.replace(tmp, self.path)
 
     def release(self) -> None:

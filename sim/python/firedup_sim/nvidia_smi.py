@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Callable
@@ -148,7 +149,62 @@ def _table() -> str:
     return "\n".join(lines) + "\n"
 
 
+LEGEND_LINES = (
+    ("X", "Self"),
+    (
+        "SYS",
+        "Connection traversing PCIe as well as the SMP interconnect between NUMA nodes "
+        "(e.g., QPI/UPI)",
+    ),
+    (
+        "NODE",
+        "Connection traversing PCIe as well as the interconnect between PCIe Host "
+        "Bridges within a NUMA node",
+    ),
+    ("PHB", "Connection traversing PCIe as well as a PCIe Host Bridge (typically the CPU)"),
+    (
+        "PXB",
+        "Connection traversing multiple PCIe bridges (without traversing the PCIe Host Bridge)",
+    ),
+    ("PIX", "Connection traversing at most a single PCIe bridge"),
+    ("NV#", "Connection traversing a bonded set of # NVLinks"),
+)
+LEGEND = "\nLegend:\n\n" + "".join(f"  {k:<4} = {v}\n" for k, v in LEGEND_LINES)
+HALF = gpustate.GPU_COUNT // 2  # GPUs 0-3 on NUMA node 0, 4-7 on node 1 (two sockets)
+
+
+def _link(a: int, b: int, kind: str) -> str:
+    if a == b:
+        return " X "
+    if kind == "nvswitch":
+        return "NV18"  # an HGX H200 board: every pair through NVSwitch
+    if a // HALF != b // HALF:
+        return "SYS"
+    return "PIX" if a // 2 == b // 2 else "NODE"  # a PCIe box: pairs share a switch
+
+
+def topology() -> str:
+    """`nvidia-smi topo -m` as the real one prints it (tab-separated; the driver's double tab
+    before GPU NUMA ID included). FIREDUP_SIM_TOPOLOGY: nvswitch (default) or pcie."""
+    kind = os.environ.get("FIREDUP_SIM_TOPOLOGY", "nvswitch")
+    n = gpustate.GPU_COUNT
+    head = "".join(f"\tGPU{i}" for i in range(n)) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
+    lines = [head]
+    for a in range(n):
+        numa = a // HALF
+        cpus = f"{numa * 56}-{numa * 56 + 55},{112 + numa * 56}-{112 + numa * 56 + 55}"
+        links = "".join(f"\t{_link(a, b, kind)}" for b in range(n))
+        lines.append(f"GPU{a}{links}\t{cpus}\t{numa}\t\tN/A")
+    return "\n".join(lines) + "\n" + LEGEND
+
+
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["topo"]:
+        if argv[1:] != ["-m"]:
+            sys.stdout.write("The simulator knows only `nvidia-smi topo -m`.\n")
+            return 2
+        sys.stdout.write(topology())
+        return 0
     query = apps = None
     fmt = "csv"
     ids: set[int] | None = None

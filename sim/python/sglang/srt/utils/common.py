@@ -45,4 +45,4 @@ def kill_process_tree(parent_pid: int | None, include_parent: bool = True) -> No
 
 
 def get_available_gpu_memory(gpu_id: int) -> float:
-    return gpustate.avail_gb(gpu_id)
+    return gpustate.avail_gb(gpustate.physical(gpu_id))
