@@ -69,6 +69,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         used = sum(g.used_mib for g in result.gpus) / 1024
         total = sum(g.total_mib for g in result.gpus) / 1024
         parts.append(f"gpus {len(result.gpus)}x {used:.0f}/{total:.0f} GiB used")
+    if result.memory:
+        parts.append(result.memory.text())
     if result.patches:
         parts.append(f"patches {', '.join(result.patches)}")
     if result.last_deploy:

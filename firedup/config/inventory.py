@@ -61,6 +61,9 @@ class HostSpec(FrozenModel):
     python: str = "python3"
     workdir: str = Field(min_length=1)
     env: dict[str, str] = Field(default_factory=dict)
+    # What the engine runs on: `auto` tells a CPU node (no nvidia-smi, a CPU build of the
+    # engine) from a GPU node by itself; `cpu` or `gpu` says so outright.
+    accelerator: Literal["auto", "gpu", "cpu"] = "auto"
     deployment: str
     keep_runs: int = Field(default=10, ge=1)
     node_address: str | None = None  # how the other nodes of a multi-node deployment reach it

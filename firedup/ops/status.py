@@ -9,6 +9,7 @@ from enum import StrEnum
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.launch.gpus import GpuMemory, gpu_memory
+from firedup.launch.hostmem import HostMemoryUse, host_memory
 from firedup.launch.runs import RunMeta, current_run, tail_log
 from firedup.logscan import LogScanner, ScanState, Verdict
 from firedup.node.base import Node
@@ -57,6 +58,7 @@ class HostStatus:
     last_deploy: LastDeploy | None = None
     decode: DecodeStats | None = None
     lock: LockInfo | None = None
+    memory: HostMemoryUse | None = None  # a node without GPUs (a CPU node): its memory
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -125,6 +127,8 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
     state = state_of(probe, scan)
     if not probe.alive and stop_of(records, run.run_id) is not None:
         state = RunState.STOPPED  # what the history says, not "exited" as if it had died
+    gpus = gpu_memory(node, host, deployment) if deployment else None
+    cpu = deployment is not None and (gpus is None or host.accelerator == "cpu")
     return HostStatus(
         host=host.name,
         state=state,
@@ -132,7 +136,8 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         signals=signals_from(probe, scan),
         scan=scan,
         uptime_s=probe.node_time - run.started_at if probe.alive else None,
-        gpus=gpu_memory(node, host, deployment) if deployment else None,
+        gpus=gpus,
+        memory=host_memory(node) if cpu else None,
         patches=applied_patches(node, host),
         last_deploy=last_deploy(records),
         decode=decode_stats(tail) if probe.alive else None,

@@ -9,7 +9,7 @@ from __future__ import annotations
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec, Placement
 from firedup.errors import RenderError
-from firedup.launch.render import render_launch
+from firedup.launch.render import launch_env, render_launch
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
 from firedup.patching import Mode, PatchReport, sync_patches
@@ -42,6 +42,8 @@ def preflight(
         our_sid=current.pid if current else None,
         our_run=current.run_id if current else None,
         restart=restart,
+        accelerator=host.accelerator,
+        launch_env=launch_env(host, deployment),
         **_rendered(host, deployment, placement, facts),
     )
     return PreflightReport(

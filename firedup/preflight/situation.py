@@ -3,7 +3,8 @@ rendered for the node's engine release, and our current run. Nothing here touche
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from firedup.config.deployment import Deployment
 from firedup.patching import PatchReport
@@ -22,6 +23,8 @@ class Situation:
     restart: bool
     script: str | None = None  # the launch script rendered for the node's engine release
     render_error: str | None = None  # why it could not be (a knob the release lacks)
+    accelerator: str = "auto"  # the host's `accelerator` key: auto, gpu or cpu
+    launch_env: Mapping[str, str] = field(default_factory=dict)  # what the launch exports
 
     def gpus_after_restart(self) -> tuple[Gpu, ...]:
         """The GPUs as they will be once a restart has stopped our run: its memory counts as

@@ -98,7 +98,8 @@ def make_weights(out: Path, head_dim: int) -> None:
     )
     model = LlamaForCausalLM(config).to(torch.float32)
     model.save_pretrained(out, safe_serialization=True)
-    GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=3, max_new_tokens=16).save_pretrained(out)
+    generation = GenerationConfig(bos_token_id=1, eos_token_id=2, pad_token_id=3, max_new_tokens=16)
+    generation.save_pretrained(out)
 
 
 def main(argv: list[str]) -> int:
@@ -114,6 +115,8 @@ def main(argv: list[str]) -> int:
     tmp.mkdir(parents=True)
     make_tokenizer(tmp)
     make_weights(tmp, args.head_dim)
+    for path in tmp.iterdir():
+        path.chmod(0o644)  # safetensors writes 0600; a node's other login users read it too
     os.replace(tmp, out)
     return 0
 
