@@ -108,7 +108,11 @@ def _named_in_logs(root: Path) -> set[Path]:
 def holding_vllm_slot(root: Path) -> Iterator[Path]:
     """The machine's one real vLLM is ours until the block ends; then what it left goes."""
     with LOCK.open("a") as lock:
+        asked = time.monotonic()
         fcntl.flock(lock, fcntl.LOCK_EX)
+        waited = time.monotonic() - asked
+        if waited > 1:
+            print(f"\nwaited {waited:.0f} s for {LOCK} (another real vLLM on this machine)")
         started = time.time()
         before = {p for folder, pattern in LEFTOVER_GLOBS for p in Path(folder).glob(pattern)}
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,11 +39,14 @@ class Day:
     workdir: Path
     steps: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)  # status --json per step
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def fab(self, name: str, *args: str, timeout_s: float = 120) -> None:
+        began = time.monotonic()
         self.steps[name] = fab(
             *args, "--host", "cpu", "--inventory", str(self.inventory), timeout_s=timeout_s
         )
+        self.seconds[name] = round(time.monotonic() - began, 1)
 
     def status(self, name: str) -> dict[str, Any]:
         done = fab("status", "--host", "cpu", "--inventory", str(self.inventory), "--json")
@@ -78,6 +82,7 @@ def day(
             if d.steps["preflight"].returncode == 0:
                 _walk(d)
             yield d
+            print(f"\nreal-engine day, seconds per command: {d.seconds}")
         finally:
             fab("stop", "--host", "cpu", "--inventory", str(inventory), timeout_s=120)
 
