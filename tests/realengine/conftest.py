@@ -19,10 +19,11 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import signal
 import subprocess
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO, Sshd, free_port
+from tests.conftest import REPO, Sshd, free_port, session_members, wait_until
 
 LOCK = Path("/tmp/firedup-real-vllm.lock")
 MAKE_MODEL = REPO / "tests" / "realengine" / "make_model.py"
@@ -104,6 +105,22 @@ def _named_in_logs(root: Path) -> set[Path]:
     return names
 
 
+def _end_our_runs(root: Path) -> None:
+    """Whatever a failed test left running: every process of every run under `root` (each
+    run is a session of its own, its leader's pid in the run's `pid` file), before the lock
+    is let go, so the next test's vLLM never shares the machine with it."""
+    sessions = []
+    for pidfile in root.rglob("runs/*/pid"):
+        text = pidfile.read_text().strip()
+        if text.isdigit():
+            sessions.append(int(text))
+    for sid in sessions:
+        for pid in session_members(sid):
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: not any(session_members(s) for s in sessions), 30, "our runs to end")
+
+
 @contextmanager
 def holding_vllm_slot(root: Path) -> Iterator[Path]:
     """The machine's one real vLLM is ours until the block ends; then what it left goes."""
@@ -118,6 +135,7 @@ def holding_vllm_slot(root: Path) -> Iterator[Path]:
         try:
             yield root
         finally:
+            _end_our_runs(root)
             leftovers = (_ours_since(started) - before) | _named_in_logs(root)
             for path in leftovers:
                 path.unlink(missing_ok=True)
