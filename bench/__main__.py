@@ -27,6 +27,7 @@ from bench.markdown import render_markdown
 from bench.redeploy import run_redeploy
 from bench.report import latency_summary, write_reports
 from bench.rig import Rig
+from bench.router import run_router
 from bench.slowlink import DELAY_S, run_slowlink
 from bench.steady import run_steady
 from bench.throughput import run_throughput
@@ -41,6 +42,7 @@ SECTIONS = [
     "fleet",
     "redeploy",
     "throughput",
+    "router",
 ]
 
 
@@ -126,6 +128,9 @@ def _run_sections(
     if "redeploy" in only:
         log("== idempotent redeploy")
         results["redeploy"] = _dicts(run_redeploy(rig, plan.repeats, log))
+    if "router" in only:
+        log("== through the real sglang-router during a restart of every worker")
+        results["router"] = run_router(rig, max(1, plan.repeats // 2), log)
     if "throughput" in only:
         log("== log classifier throughput")
         results["throughput"] = run_throughput(plan.throughput_mb, 2, log)

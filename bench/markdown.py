@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import slowlink
+from bench import router, slowlink
 from bench.fleet import __doc__ as fleet_doc
 from bench.report import fmt, median, ratio, table
 
@@ -285,6 +285,7 @@ what its Node calls returned (streamed log plus probe output). The loop and wait
 almost nothing over the wire; they pay on the node instead, re-reading the whole log at each
 poll (node CPU column).""",
     "slowlink": "## Waits over slow links\n\n" + (slowlink.__doc__ or ""),
+    "router": "## Behind a router: a restart of every worker\n\n" + (router.__doc__ or ""),
     "e2e": """## End-to-end deploy against an instantly-ready node, and SSH connections
 
 tiny-llama at FIREDUP_SIM_SPEED=1000: all that is left is process start-up. Each deploy is the
@@ -320,6 +321,7 @@ def render_markdown(results: dict[str, Any]) -> str:
         "fleet": lambda r: _fleet(r["fleet"], int(r["machine"]["cores"])),
         "redeploy": lambda r: _redeploy(r["redeploy"]),
         "throughput": lambda r: _throughput(r["throughput"]),
+        "router": lambda r: router.render_router(r["router"]),
     }
     for name, render in renderers.items():
         if name in results:

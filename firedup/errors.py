@@ -104,6 +104,13 @@ class RemoteCommandError(DeployError):
         return DeployError.__str__(self)
 
 
+class AnswerTooLargeError(DeployError):
+    """A node's answer to one command passed the bound the operator keeps in memory; the
+    command was ended (a log that became an endless stream, a file that grew)."""
+
+    exit_code = 4
+
+
 class PatchError(DeployError):
     """A patch does not apply, does not verify, or its manifest is invalid."""
 
@@ -163,6 +170,12 @@ class LockedError(DeployError):
     """Another firedup operation holds the node's lock."""
 
     exit_code = 11
+
+
+class RouterError(DeployError):
+    """The router refused a worker, did not answer, or did not list (or drop) it in time."""
+
+    exit_code = 12
 
 
 class WaitInterrupted(DeployError):

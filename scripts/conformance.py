@@ -2,9 +2,10 @@
 """Read real SGLang and vLLM releases and write what firedup must agree with.
 
 For each release of the matrix: `pip download --no-deps` the wheel into a cache
-(~/.cache/firedup-conformance, or $FIREDUP_CONFORMANCE_CACHE), one at a time; extract only the
-server-args sources (argscan.ARG_SOURCES); read their flags by AST (firedup.releases.argscan,
-the same reader preflight runs on a node); look for the log literals firedup's phase markers
+(~/.cache/firedup-conformance, or $FIREDUP_CONFORMANCE_CACHE), one at a time; extract its python
+sources; find the files that build the server's parser by following its code from the launch's
+entry module (firedup.releases.argreach) and read their flags by AST (argscan: the same reader
+preflight runs on a node); look for the log literals firedup's phase markers
 and ready lines depend on in the string constants of the package; delete the wheel. Nothing
 of the engine is imported.
 
@@ -22,6 +23,7 @@ import argparse
 import ast
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -32,7 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from firedup.ops.releases import render  # noqa: E402
-from firedup.releases import argscan  # noqa: E402
+from firedup.releases import argreach, argscan  # noqa: E402
 from firedup.releases.conformance import (  # noqa: E402
     DATA,
     LITERALS,
@@ -74,20 +76,65 @@ def download(engine: str, version: str, wheels: Path) -> Path:
     return found[0]
 
 
-def _arg_members(names: list[str], engine: str) -> list[str]:
-    prefix = f"{engine}/"
-    wanted = []
-    for rel in argscan.ARG_SOURCES[engine]:
-        full = prefix + rel
-        if rel.endswith("/"):
-            wanted += [
-                n
-                for n in names
-                if n.startswith(full) and n.endswith(".py") and "/" not in n[len(full) :]
-            ]
-        elif full in names:
-            wanted.append(full)
-    return wanted
+def _sources(names: list[str], engine: str) -> list[str]:
+    """The package's python files (the parser is found by following its code, argreach)."""
+    return [n for n in names if n.startswith(f"{engine}/") and n.endswith(".py")]
+
+
+def _makes_own_parser(text: str) -> bool:
+    return "ArgumentParser(" in text or "add_parser(" in text
+
+
+IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#]+)"
+    r"|import[ \t]+([\w., \t]+))",
+    re.M,
+)
+
+
+def _imported(pkg: argreach.Package, rel: str, text: str) -> list[str]:
+    """The package files a module imports (a quick textual read: this walks thousands)."""
+    here = pkg.dotted(rel).split(".")
+    if not rel.endswith("__init__.py"):
+        here = here[:-1]
+    dotted: list[str] = []
+    for dots, module, names, plain in IMPORT.findall(text):
+        if plain:
+            dotted += [m.strip().split(" ")[0] for m in plain.split(",")]
+            continue
+        base = module
+        if dots:
+            up = here[: len(here) - len(dots) + 1]
+            base = ".".join(up + ([module] if module else []))
+        parts = base.split(".")
+        dotted += [".".join(parts[:i]) for i in range(2, len(parts) + 1)]
+        for name in re.findall(r"\w+", names):
+            dotted.append(f"{base}.{name}")
+    return [f for f in (pkg.file_of(d) for d in dotted if d) if f]
+
+
+def unread_parser_files(package_dir: str, engine: str, read: list[str]) -> list[str]:
+    """Files the entry modules import (transitively) that add flags to a parser they did not
+    make, and that the reader does not read: each is a parser file firedup may be missing
+    (tests/unit/test_conformance.py explains or refuses every one)."""
+    pkg = argreach.Package([package_dir], engine)
+    todo, seen, texts = list(argreach.ENTRY_MODULES[engine]), set(), {}
+    while todo:
+        rel = todo.pop()
+        path = os.path.join(package_dir, rel)
+        if rel in seen or not os.path.isfile(path):
+            continue
+        seen.add(rel)
+        texts[rel] = Path(path).read_text(encoding="utf-8", errors="replace")
+        todo += [f for f in _imported(pkg, rel, texts[rel]) if f not in seen]
+    return sorted(
+        rel
+        for rel in seen
+        if rel not in read
+        and "add_argument" in texts[rel]
+        and not _makes_own_parser(texts[rel])
+        and argscan.scan_flags([texts[rel]])
+    )
 
 
 def _constants(text: str) -> list[str]:
@@ -137,10 +184,14 @@ def entry_points(zf: zipfile.ZipFile) -> list[str]:
 
 def read_release(engine: str, version: str, wheel: Path) -> dict[str, object]:
     with zipfile.ZipFile(wheel) as zf, tempfile.TemporaryDirectory() as tmp:
-        members = _arg_members(zf.namelist(), engine)
-        for member in members:
+        for member in _sources(zf.namelist(), engine):
             zf.extract(member, tmp)
-        facts = argscan.node_flags([os.path.join(tmp, engine)], engine)
+        facts = argreach.node_flags([os.path.join(tmp, engine)], engine)
+        facts["unread_parser_files"] = unread_parser_files(
+            os.path.join(tmp, engine),
+            engine,
+            list(facts["files"]),  # type: ignore[arg-type]
+        )
         facts["literals"] = literals_in(zf, engine)
         facts["console_scripts"] = entry_points(zf)
         names = set(zf.namelist())
@@ -149,6 +200,7 @@ def read_release(engine: str, version: str, wheel: Path) -> dict[str, object]:
             for m in (
                 "vllm/entrypoints/cli/main.py",
                 "vllm/entrypoints/openai/api_server.py",
+                "vllm/entrypoints/launchers/api_server/entry.py",
                 "sglang/launch_server.py",
                 "sglang/cli/main.py",
             )

@@ -14,12 +14,12 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from invoke import Collection
 
-    from . import deploy, explain, history, lock, ops, patches, plan, smoke
+    from . import deploy, explain, history, lock, ops, patches, plan, restart, smoke
 
     ns = Collection()
     for task in (
         deploy.deploy,
-        deploy.restart,
+        restart.restart,
         plan.preflight,
         plan.plan,
         deploy.render,

@@ -21,18 +21,21 @@ from invoke.context import Context
 from invoke.exceptions import Exit
 
 from firedup.config.inventory import Inventory, load_inventory
-from firedup.config.secrets import learn_secrets, mask
+from firedup.config.secrets import learn_secrets
 from firedup.errors import DeployError, UsageError
 from firedup.node.base import Node
 from firedup.node.gate import CONNECTING, DEFAULT_CONNECTING
 from firedup.node.ssh import open_node
 from firedup.ops.results import HostResults
 
+from .shown import shown
+
 T = TypeVar("T")
 
 # Options that must never be typed by accident: no short flag (invoke would give
-# --force-unlock `-o` on deploy, where -f is --follow, and `-f` on stop).
-LONG_ONLY = frozenset({"force_unlock", "force"})
+# --force-unlock `-o` on deploy, where -f is --follow, and `-f` on stop; --raw lets escape
+# sequences through to the terminal).
+LONG_ONLY = frozenset({"force_unlock", "force", "raw"})
 
 
 class FiredupTask(fabric.Task):
@@ -104,7 +107,7 @@ def reporting() -> Iterator[None]:
     try:
         yield
     except DeployError as exc:
-        raise Exit(fitted(mask(f"firedup: {exc}"), sys.stderr), code=exc.exit_code) from None
+        raise Exit(fitted(shown(f"firedup: {exc}"), sys.stderr), code=exc.exit_code) from None
     except KeyboardInterrupt:
         raise Exit("firedup: interrupted", code=130) from None
     except BrokenPipeError:
@@ -170,14 +173,14 @@ def limit_connecting(c: Context, flag: int = 0) -> None:
 
 
 def say(message: str) -> None:
-    print(mask(message), flush=True)
+    print(shown(message), flush=True)
 
 
 def progress(host: str) -> Callable[[str], None]:
     """Progress goes to stderr, so stdout stays clean for --json and scripts."""
 
     def report(message: str) -> None:
-        print(mask(f"[{host}] {message}"), file=sys.stderr, flush=True)
+        print(shown(f"[{host}] {message}"), file=sys.stderr, flush=True)
 
     return report
 
@@ -218,7 +221,7 @@ def exit_by_rule(results: HostResults[Any]) -> None:
     """End a command run on several hosts by the one rule (docs/exit-codes.md): invoke's Exit
     with the failures' shared code (1 when they differ), naming the hosts that failed."""
     if results.exit_code:
-        raise Exit(mask(f"firedup: {results.summary()}"), code=results.exit_code)
+        raise Exit(shown(f"firedup: {results.summary()}"), code=results.exit_code)
 
 
 def _capture(work: Callable[[str], T], name: str) -> T | DeployError:

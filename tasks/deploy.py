@@ -22,7 +22,6 @@ from firedup.ops.deploy import (
     start_recorded,
     wait_options,
 )
-from firedup.ops.history import Action
 from firedup.ops.multinode import Rank, wait_recorded
 from firedup.ops.results import HostResults
 from firedup.readiness.report import table
@@ -48,6 +47,7 @@ from .common import (
 )
 from .plan import show_plan
 from .progress import Board, HostView, Mode, Output
+from .shown import shown
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
 TIMEOUT_HELP = "seconds to wait for ready (default: the deployment's ready_timeout_s, 1800)"
@@ -162,28 +162,48 @@ def units_of(inv: Inventory, selector: str) -> list[list[str]]:
     return units
 
 
+class Fleet:
+    """The selected units on one board: `run(keys)` deploys those units in parallel, each on
+    its row (a rolling restart calls it batch by batch). Ctrl-C ends the command, never a
+    server; the board is closed however it ends."""
+
+    def __init__(self, c: Context, inv: Inventory, selector: str, output: Output, work: Work):
+        self.c, self.inv, self.work = c, inv, work
+        self.units = {",".join(unit): unit for unit in units_of(inv, selector)}
+        self.mode = output.mode()
+        self.board = Board(list(self.units), follow=output.follow, mode=self.mode)
+        self.started = Launches()
+
+    def run(self, keys: list[str]) -> HostResults[WaitStatus]:
+        return per_host(
+            keys,
+            lambda key: self.board.watch(
+                key,
+                lambda: self.work(
+                    self.c, self.inv, self.units[key], self.board.view(key), self.started
+                ),
+            ),
+        )
+
+    def __enter__(self) -> Fleet:
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if isinstance(exc, KeyboardInterrupt):
+            error = _interrupted(self.started, ",".join(self.units))
+            self.board.interrupted(error)
+            self.board.close()
+            raise error from None
+        self.board.close()
+
+
 def _run_fleet(
     c: Context, inv: Inventory, selector: str, output: Output, work: Work, max_parallel: int = 0
 ) -> None:
     limit_connecting(c, max_parallel)
-    units = {",".join(unit): unit for unit in units_of(inv, selector)}
-    mode = output.mode()
-    board = Board(list(units), follow=output.follow, mode=mode)
-    started = Launches()
-    try:
-        results = per_host(
-            list(units),
-            lambda key: board.watch(
-                key, lambda: work(c, inv, units[key], board.view(key), started)
-            ),
-        )
-    except KeyboardInterrupt:
-        error = _interrupted(started, ",".join(units))
-        board.interrupted(error)
-        raise error from None
-    finally:
-        board.close()
-    _finish(results, quiet=mode is Mode.JSON)
+    with Fleet(c, inv, selector, output, work) as fleet:
+        results = fleet.run(list(fleet.units))
+    _finish(results, quiet=fleet.mode is Mode.JSON)
 
 
 def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:
@@ -298,47 +318,6 @@ def deploy(
     help={
         "host": HOSTS_HELP,
         "inventory": INVENTORY_HELP,
-        "timeout": TIMEOUT_HELP,
-        "poll": POLL_HELP,
-        "follow": FOLLOW_HELP,
-        "json": JSON_HELP,
-        "plain": PLAIN_HELP,
-        "force-unlock": UNLOCK_HELP,
-        "force": FORCE_HELP,
-    }
-)
-def restart(
-    c: Context,
-    host: str | None = None,
-    inventory: str | None = None,
-    timeout: str | None = None,
-    poll: str | None = None,
-    follow: bool = False,
-    json: bool = False,
-    plain: bool = False,
-    force_unlock: bool = False,
-    force: bool = False,
-) -> None:
-    """Stop the running server and deploy it again (preflight, patches, start, wait)."""
-    with reporting():
-        knobs = _knobs(timeout, poll)
-        selector = require_host("restart", host)
-        how = DeployOptions(
-            restart=True, force=force, force_unlock=force_unlock, action=Action.RESTART
-        )
-        _run_fleet(
-            c,
-            get_inventory(c, inventory),
-            selector,
-            Output(follow, json, plain),
-            _deploy_one(how, *knobs),
-        )
-
-
-@task(
-    help={
-        "host": HOSTS_HELP,
-        "inventory": INVENTORY_HELP,
         "engine-version": "render for this engine release (default: the deployment's "
         "engine_version, else the newest release firedup checked)",
     }
@@ -367,11 +346,8 @@ def render(
             )
             assumed = "" if engine_version else " (assumed; --engine-version to choose)"
             # stderr: stdout stays the script alone, for `fab render > launch.sh`
-            print(
-                f"{spec.name}: rendered for {deployment.engine.value} "
-                f"{plan.script.release}{assumed}",
-                file=sys.stderr,
-            )
+            what = f"{deployment.engine.value} {plan.script.release}{assumed}"
+            print(shown(f"{spec.name}: rendered for {what}"), file=sys.stderr)
             print(plan.script.text, end="")
 
 
@@ -423,7 +399,7 @@ def _wait_one(timeout: int, poll: float, run_id: str | None) -> Work:
                 started[spec.name] = meta
                 runs.append(meta)
             # One rank or several: with one, there is no other rank to watch.
-            return wait_recorded(ranks, runs, options, _hooks(view))
+            return wait_recorded(ranks, runs, options, _hooks(view), view.message)
         finally:
             _close(ranks)
 

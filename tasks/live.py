@@ -24,12 +24,13 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from firedup.config.secrets import mask
 from firedup.errors import DeployError
 from firedup.logscan import Phase
 from firedup.readiness.events import HostTracker, Kind, WaitEvent, ending, outcome_name
 from firedup.readiness.timeline import Step, duration_text, summary_line
 from firedup.readiness.watch import Signals
+
+from .shown import shown
 
 REFRESH_PER_S = 4
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -44,6 +45,11 @@ class Cell:
     text: str
     keep: int
     style: str = ""
+
+    def __post_init__(self) -> None:
+        # A cell may hold what the node or the log said (a bar's label, an error's first
+        # line): through the output edge before rich sees it.
+        object.__setattr__(self, "text", shown(self.text))
 
 
 def fit(cells: list[Cell], width: int, sep: str = "  ") -> list[Cell]:
@@ -163,7 +169,7 @@ class LiveScreen:
 
     def _print(self, text: Text | str) -> None:
         if isinstance(text, str):
-            text = Text(middle_crop(mask(text), self.console.width - 1), no_wrap=True)
+            text = Text(middle_crop(shown(text), self.console.width - 1), no_wrap=True)
         self.console.print(text, soft_wrap=False)
 
     def events(self, host: str, events: list[WaitEvent]) -> None:
@@ -247,16 +253,16 @@ def fleet_lines(
     ready = len(hosts) - len(waiting) - failed
     head = f"{len(waiting)} waiting, {ready} ready, {failed} failed of {len(hosts)} hosts"
     room = max(1, height - 3)
-    shown = waiting if len(waiting) <= room else waiting[: room - 1]
-    rows = [host_cells(t, frame, with_host=True) for t in shown]
+    drawn = waiting if len(waiting) <= room else waiting[: room - 1]
+    rows = [host_cells(t, frame, with_host=True) for t in drawn]
     lines = [line([Cell(head, 100, "bold")], width), *_columns(rows, width)]
-    if len(shown) < len(waiting):
+    if len(drawn) < len(waiting):
         counts: dict[str, int] = {}
-        for t in waiting[len(shown) :]:
+        for t in waiting[len(drawn) :]:
             name = (t.phases.phase or Phase.LAUNCHING).value if t.waiting else "preparing"
             counts[name] = counts.get(name, 0) + 1
         detail = ", ".join(f"{n} {name}" for name, n in counts.items())
-        more = f"… {len(waiting) - len(shown)} more: {detail}"
+        more = f"… {len(waiting) - len(drawn)} more: {detail}"
         lines.append(line([Cell(more, 100, "dim")], width))
     return lines
 

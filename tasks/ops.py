@@ -7,7 +7,6 @@ from json import dumps
 
 from invoke.context import Context
 
-from firedup.config.secrets import mask
 from firedup.errors import DeployError
 from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
 from firedup.node.slot import slot_mates
@@ -33,6 +32,7 @@ from .common import (
     task,
     whole,
 )
+from .shown import log_text, shown
 
 
 def _row(name: str, result: HostStatus | DeployError) -> list[str]:
@@ -173,7 +173,7 @@ def stop(
         if len(errors) == 1 and len(results) == 1:
             raise errors[0]
         for error in errors:
-            print(f"firedup: {error}", file=sys.stderr)
+            print(shown(f"firedup: {error}"), file=sys.stderr)
         exit_by_rule(results)
 
 
@@ -184,6 +184,8 @@ def stop(
         "lines": "how many lines from the end (default 50)",
         "run": "run id (default: the current run)",
         "follow": "keep printing new lines until Ctrl-C (or until the server exits)",
+        "raw": "the log's bytes as the node has them (secrets still masked): escape sequences "
+        "reach your terminal; without it they are shown as text (\\x1b)",
     }
 )
 def logs(
@@ -193,6 +195,7 @@ def logs(
     lines: str | None = None,
     run: str | None = None,
     follow: bool = False,
+    raw: bool = False,
 ) -> None:
     """Print the tail of the current run's server log (--follow: and what comes next)."""
     with reporting():
@@ -206,13 +209,14 @@ def logs(
                 say(f"{name}: nothing was started here")
                 return
             if not follow:
-                _write(tail_log(node, meta, count))
+                _write(tail_log(node, meta, count), raw)
                 return
+            tail_log(node, meta, 0)  # refuses a log that is not a regular file
             # Until the server exits (0), or Ctrl-C (130, as docs/exit-codes.md says).
             for chunk in node.stream(follow_argv(meta, count), timeout_s=1.0):
-                _write(chunk)
+                _write(chunk, raw)
 
 
-def _write(data: bytes) -> None:
-    sys.stdout.write(mask(data.decode("utf-8", "replace").replace("\r", "\n")))
+def _write(data: bytes, raw: bool) -> None:
+    sys.stdout.write(log_text(data, raw=raw))
     sys.stdout.flush()

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, TextIO
 
-from firedup.config.secrets import mask
 from firedup.errors import DeployError, UsageError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import ScanState
@@ -30,6 +29,8 @@ from firedup.readiness.events import HostTracker, WaitEvent, ending
 from firedup.readiness.report import change_text, progress_key
 from firedup.readiness.timeline import inline_text
 from firedup.readiness.watch import WaitStatus
+
+from .shown import log_text, shown
 
 if TYPE_CHECKING:
     from .live import LiveScreen
@@ -98,12 +99,12 @@ class Board:
             return  # a host thread still running after Ctrl-C: the command has said its last
         if self.mode is Mode.JSON:
             for event in events:
-                sys.stdout.write(mask(json.dumps(event.to_json(), ensure_ascii=False)) + "\n")
+                sys.stdout.write(shown(json.dumps(event.to_json(), ensure_ascii=False)) + "\n")
             sys.stdout.flush()
         elif self.screen is not None:
             self.screen.events(host, events)
         elif plain:
-            self.out.write("".join(mask(line) + "\n" for line in plain))
+            self.out.write("".join(shown(line) + "\n" for line in plain))
             self.out.flush()
 
     def started(self, host: str, run: RunMeta) -> None:
@@ -164,7 +165,7 @@ class Board:
     def log(self, host: str, chunk: bytes) -> None:
         if not self.follow or self.closed:
             return
-        text = mask(chunk.decode("utf-8", "replace").replace("\r", "\n"))
+        text = log_text(chunk)
         if len(self.hosts) > 1:
             text = "".join(f"[{host}] {ln}\n" for ln in text.splitlines())
         with self.lock:

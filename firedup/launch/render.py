@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
-from firedup.launch.flags import Spelling, spell
+from firedup.launch.flags import VLLM_CLI, Spelling, spell
 
 if TYPE_CHECKING:
     import jinja2
@@ -103,16 +102,19 @@ def engine_args(deployment: Deployment) -> list[Flag]:
                 f"deployment {deployment.name}: args.log-level is {level!r}; firedup reads "
                 "SGLang's phase lines, which appear only at 'info' or 'debug'"
             )
+        if deployment.router is not None:
+            # Behind a router the drain reads the in-flight gauges, served only with this flag.
+            args.setdefault("enable-metrics", True)
         return [*flag_args(args), ("--log-level", level)]
     return flag_args(args)
 
 
 def launch_env(host: HostSpec, deployment: Deployment) -> dict[str, str]:
-    """The launch environment: host env first, the deployment's wins on a clash; the draft
-    context opt-in becomes SGLang's env var (vLLM handles a shorter draft itself)."""
+    """The launch environment: host env first, the deployment's wins on a clash; the long
+    context knob becomes the engine's own env var (SGLang's or vLLM's)."""
     env = {**host.env, **deployment.env}
-    if deployment.draft_context == "extend" and deployment.engine is Engine.SGLANG:
-        env[SGLANG_LONG_CONTEXT_ENV] = "1"
+    if deployment.long_context == "allow" or deployment.draft_context == "extend":
+        env[deployment.long_context_env] = "1"
     return env
 
 
@@ -154,6 +156,7 @@ def render_launch(
         "engine_args": engine_args(deployment),
         "speculative_config": vllm_speculative_config(deployment, spelling),
         "spelling": spelling,
+        "cli_module": VLLM_CLI,
         "placement": placement,
         "master": placement.dist_init_addr.rsplit(":", 1) if placement else None,
     }

@@ -21,7 +21,7 @@ from firedup.config.secrets import SECRETS_FILE, secrets_env_text
 from firedup.engine import Engine
 from firedup.errors import RemoteCommandError, SlotTakenError, StartError, TransientConnectError
 from firedup.launch.render import LaunchScript
-from firedup.node.base import Node, operator, parse_fields, run_script
+from firedup.node.base import Node, operator, parse_fields, run_script, script_argv
 from firedup.node.probe import probe_run
 
 STOP_GRACE_S = 20
@@ -227,13 +227,22 @@ def stop_run(node: Node, run: RunMeta, *, grace_s: int = STOP_GRACE_S) -> StopRe
     )
 
 
-def tail_log(node: Node, run: RunMeta, lines: int) -> bytes:
-    return run_script(node, "logs", run.rundir, str(lines), what="read log").stdout
+# How much of a log's end one read brings back: the operator's memory and the link are
+# bounded whatever the log holds (one 200 MB line, a log replaced by a device).
+LOG_TAIL_MAX_BYTES = 8 * 1024 * 1024
+
+
+def tail_log(node: Node, run: RunMeta, lines: int, *, max_bytes: int = LOG_TAIL_MAX_BYTES) -> bytes:
+    """The last `lines` lines of the run's log, out of at most its last `max_bytes`. A log
+    that is not a regular file (a link to /dev/zero, a FIFO) is refused: RemoteCommandError
+    naming its type (node/sh/logs.sh)."""
+    return run_script(
+        node, "logs", run.rundir, str(lines), str(max_bytes), what="read log", timeout_s=30
+    ).stdout
 
 
 def follow_argv(run: RunMeta, lines: int) -> list[str]:
-    """The last `lines` lines, then every new one, until the server exits (`--pid`)."""
-    argv = ["tail", "-n", str(lines), "-F", "-s", "0.5"]
-    if run.pid is not None:
-        argv.append(f"--pid={run.pid}")
-    return [*argv, run.log_path]
+    """The last `lines` lines, then every new one, until the server exits. The stream says
+    nothing of a refusal: check with `tail_log(node, run, 0)` first."""
+    pid = "" if run.pid is None else str(run.pid)
+    return script_argv("logs", run.rundir, str(lines), "0", "follow", pid)

@@ -13,7 +13,12 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from firedup.errors import AnswerTooLargeError
+
 NO_EXIT_STATUS = -1  # the channel closed without one: the connection went away
+# What one command's answer may hold in the operator's memory: far above any answer firedup
+# asks for (a log tail is bounded on the node at a few MiB), far below what hurts.
+MAX_ANSWER_BYTES = 256 * 1024 * 1024
 
 
 class ChannelTimeoutError(Exception):
@@ -38,7 +43,8 @@ def run_on_channel(
 ) -> Exec:
     """Exec `line` on a new session of `transport`, send `stdin` then EOF, and read both
     streams until the command exits. Paramiko's errors pass through; ChannelTimeoutError past
-    `timeout_s`. The channel is closed on every way out (an interrupt included)."""
+    `timeout_s`; AnswerTooLargeError past MAX_ANSWER_BYTES of output. The channel is closed on
+    every way out (an interrupt included), which ends the command on the node."""
     deadline = time.monotonic() + timeout_s
     channel = start_exec(
         transport, line, timeout_s=timeout_s, open_timeout_s=open_timeout_s, stdin=stdin
@@ -85,5 +91,14 @@ def start_exec(
 def _drain(channel: Any, out: bytearray, err: bytearray) -> None:
     while channel.recv_ready():
         out += channel.recv(65536)
+        _bounded(out, err)
     while channel.recv_stderr_ready():
         err += channel.recv_stderr(65536)
+        _bounded(out, err)
+
+
+def _bounded(out: bytearray, err: bytearray) -> None:
+    if len(out) + len(err) > MAX_ANSWER_BYTES:
+        raise AnswerTooLargeError(
+            f"the node's answer passed {MAX_ANSWER_BYTES // 2**20} MiB: the command was ended"
+        )

@@ -92,7 +92,7 @@ class Policy(paramiko.MissingHostKeyPolicy):
             return
         if judgement.verdict is kh.Verdict.UNKNOWN and self.policy is KeyPolicy.ACCEPT_NEW:
             name = kh.lookup_name(self.host, self.port)
-            kh.append_key(self.path, name, key.get_name(), key.get_base64(), hashed=self.hashed)
+            self._record(name, key)
             log.warning(
                 "%s: new host key %s %s recorded for %s in %s%s",
                 self.where,
@@ -104,6 +104,20 @@ class Policy(paramiko.MissingHostKeyPolicy):
             )
             return
         raise self.refusal(key, judgement)
+
+    def _record(self, name: str, key: paramiko.PKey) -> None:
+        """accept-new: file the key, or refuse naming why it could not be (not "cannot
+        connect": the node was reached, this machine's file is the trouble)."""
+        try:
+            kh.append_key(self.path, name, key.get_name(), key.get_base64(), hashed=self.hashed)
+        except OSError as exc:
+            raise ConnectError(
+                f"{self.where}: cannot record the node's new host key in {self.path}: "
+                f"{exc.strerror or exc}; not connecting to a key that is not recorded",
+                hint=f"free space or make {self.path} writable, or check and add the key "
+                f"yourself: ssh-keyscan -p {self.port} {self.host} "
+                f"(fingerprint {kh.fingerprint(key.get_base64())})",
+            ) from None
 
     def refusal(self, key: paramiko.PKey, judgement: kh.Judgement) -> ConnectError:
         return refusal(self.where, self.host, self.port, self.path, key, judgement)

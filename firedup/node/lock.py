@@ -104,6 +104,7 @@ class HeldLock:
     generation: int = 0  # the node's connection generation the holder was started on
     warning: str = ""  # the holder's own words when it holds without a record (a full disk)
     retaken: bool = False  # re-taken after a dropped connection (refresh)
+    closed_from: str = ""  # the workdir's mode before the holder closed it to 0700
 
     def is_held(self) -> bool:
         info = lock_status(self.node, self.host)
@@ -148,6 +149,9 @@ def _close(stream: Iterator[bytes]) -> None:
             close()
 
 
+MAX_ANSWER_BYTES = 1 << 20
+
+
 def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[str, str]:
     """Read the holder's answer: `locked pid=N`, or `busy` + `record=...` then EOF."""
     buffer = b""
@@ -157,6 +161,8 @@ def _first_lines(stream: Iterator[bytes], host: str, timeout_s: float) -> dict[s
         start = buffer.find(b"locked pid=")
         if start >= 0 and b"\n" in buffer[start:]:
             break
+        if len(buffer) > MAX_ANSWER_BYTES:  # the holder says a few short lines, nothing more
+            raise LockedError(f"{host}: the lock holder's answer is too long: not a lock holder")
         if time.monotonic() > deadline:
             raise LockedError(f"{host}: no answer from the lock holder after {timeout_s:.0f}s")
     fields = parse_fields(buffer)
@@ -202,11 +208,14 @@ def _acquire(node: Node, host: HostSpec, owner: LockOwner) -> HeldLock:
             stream,
             generation=_generation(node),
             warning=fields.get("warning", ""),
+            closed_from=fields.get("closed", ""),
         )
     _close(stream)
     if fields.get("busy"):
         holder, acquired, current = parse_record(fields.get("record", ""))
-        info = LockInfo(host.name, LockState.HELD, current, holder, acquired, time.time())
+        now = fields.get("now", "")
+        node_now = float(now) if now.replace(".", "", 1).isdigit() else None
+        info = LockInfo(host.name, LockState.HELD, current, holder, acquired, node_now)
         raise LockedError(
             f"{host.name} is locked: {info.describe()}; refusing to {owner.operation}",
             hint="wait for it to finish; if that operation is dead, "
@@ -261,6 +270,11 @@ def node_lock(
             on_progress(f"force-unlock: ended {report.previous.describe()} ({report.state})")
     owner = LockOwner(operator(), os.getpid(), operation, time.time(), detail)
     lock = _acquire(node, host, owner)  # lock.warning: the caller says it where it matters
+    if lock.closed_from:
+        on_progress(
+            f"the workdir {host.workdir} was mode {lock.closed_from.zfill(4)}, open to others: "
+            "closed to 0700 (firedup keeps runs, logs and secrets private; docs/security.md)"
+        )
     held[key] = [lock, 1]
     try:
         yield lock

@@ -36,6 +36,7 @@ class Probe:
     log_size: int | None
     log_chunk: bytes
     health: int | None = None  # HTTP status of the health endpoint; 0 = no answer; None = not asked
+    leader_age_s: float | None = None  # how long the run's leader has run, on the node's clock
 
     @property
     def alive(self) -> bool:
@@ -103,6 +104,7 @@ def parse_probe(stdout: bytes) -> Probe:
         log_size=int(size) if size.isdigit() else None,
         log_chunk=_b64(fields.get("log", ""), "log"),
         health=int(health) if health is not None and health.isdigit() else None,
+        leader_age_s=int(age) / 100 if (age := fields.get("leader_age_cs", "")).isdigit() else None,
     )
 
 

@@ -28,10 +28,13 @@ from firedup.ops.deploy import (
     start_plan,
     stopped_during_wait,
 )
+from firedup.ops.handoff import handoff_of, join, leave_before_restart
 from firedup.ops.history import Outcome, outcome_of
 from firedup.ops.multinode import LOCK_RETAKEN, Rank, wait_multinode
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions
 from firedup.readiness.watch import WaitStatus
+
+STARTED = (Outcome.STARTED, "started; waiting for ready")
 
 HostProgress = Callable[[str, str], None]
 PLAIN_DEPLOY = DeployOptions()
@@ -102,6 +105,10 @@ def deploy_ranks(
             # take it back (or learn who took the node) before anything is started.
             if lock.refresh():
                 say(rank)(LOCK_RETAKEN)
+        if how.restart:
+            leave_before_restart(
+                ranks[0].node, ranks[0].plan.host, ranks[0].plan.deployment, say(ranks[0])
+            )
         for rank in ranks:
             on_launching(rank.plan.host.name)
         runs = [
@@ -115,11 +122,23 @@ def deploy_ranks(
             )
             for r, v in zip(ranks, versions, strict=True)
         ]
-        for run in runs:
+        for rank, run in zip(ranks, runs, strict=True):
+            # Recorded now: a deploy killed while it waits (kill -9, a closed laptop) still
+            # leaves its run in the history; the outcome follows in its own line.
+            record(rank.node, rank.plan, run, how.action, STARTED, on_progress=say(rank))
             on_started(run)
         for rank, lock in zip(ranks, locks, strict=True):
             mark_waiting(rank.node, rank.plan.host, lock)  # now `fab stop` may take it over
-        return _wait_and_record(ranks, locks, runs, options, hooks, how, say)
+        status = _wait_and_record(ranks, locks, runs, options, hooks, how, say)
+        _join_when_ready(ranks[0], say(ranks[0]))
+        return status
+
+
+def _join_when_ready(rank0: Rank, say: Progress) -> None:
+    """Only a truly ready worker (the four signals agreed) is handed to its router."""
+    handoff = handoff_of(rank0.node, rank0.plan.host, rank0.plan.deployment)
+    if handoff is not None:
+        join(handoff, say)
 
 
 class _Retaker:

@@ -33,16 +33,17 @@ from firedup.launch.runs import (
 from firedup.logscan import ScanState
 from firedup.node.base import Node
 from firedup.node.lock import lock_status, node_lock
+from firedup.ops.handoff import leave_before_restart
 from firedup.ops.history import (
     Action,
     Outcome,
     append_history,
-    inventory_commit,
     prune_runs,
     read_history,
     run_record,
     stop_of,
 )
+from firedup.ops.repo import inventory_commit
 from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
@@ -144,6 +145,8 @@ def start_recorded(
     with node_lock(
         node, plan.host, "start", force=force_unlock, detail=plan.run_id, on_progress=on_progress
     ):
+        if restart:
+            leave_before_restart(node, plan.host, plan.deployment, on_progress)
         run = start_plan(node, plan, restart=restart, force=force, on_progress=on_progress)
         record(node, plan, run, Action.START, (Outcome.STARTED, ""), on_progress=on_progress)
         return run

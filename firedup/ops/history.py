@@ -13,12 +13,10 @@ from __future__ import annotations
 import json
 import posixpath
 import re
-import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from pathlib import Path
 from typing import Any
 
 from firedup import __version__
@@ -224,33 +222,6 @@ def parse_history(data: bytes) -> list[HistoryRecord]:
         except (ValueError, KeyError, TypeError, AttributeError):
             continue
     return records
-
-
-def inventory_commit(host: HostSpec) -> str:
-    """The commit of the repository holding the host's inventory file (not of the cwd)."""
-    return repo_commit(host.source.parent) if host.source else "unknown"
-
-
-def repo_commit(path: Path | str) -> str:
-    """The git checkout at path: `<sha>`, `<sha>+dirty` with uncommitted changes, or unknown."""
-    try:
-        sha = subprocess.run(
-            ["git", "-C", str(path), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return f"{sha}+dirty" if dirty else sha or "unknown"
 
 
 def history_path(host: HostSpec) -> str:

@@ -27,6 +27,7 @@ from firedup.launch.runs import RunMeta, is_alive
 from firedup.node.base import Node
 from firedup.node.lock import HeldLock, mark_waiting
 from firedup.ops.deploy import DeployPlan, Progress, record, stopped_during_wait
+from firedup.ops.handoff import handoff_of, join
 from firedup.ops.history import Action, outcome_of, read_history, stop_of
 from firedup.ops.serving import confirm_serving
 from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
@@ -164,10 +165,16 @@ OBSERVED = (ServerCrashedError, NotReadyError, ForeignListenerError)
 
 
 def wait_recorded(
-    ranks: Sequence[Rank], runs: Sequence[RunMeta], options: WaitOptions, hooks: WaitHooks
+    ranks: Sequence[Rank],
+    runs: Sequence[RunMeta],
+    options: WaitOptions,
+    hooks: WaitHooks,
+    on_progress: Callable[[str], None] = lambda _m: None,
 ) -> WaitStatus:
     """`fab wait`: refuse a run that `fab stop` ended, else wait and record what was seen in
-    each rank's history, so a crash only this wait saw keeps its log through pruning."""
+    each rank's history, so a crash only this wait saw keeps its log through pruning. A
+    ready worker behind a router is handed to it, as a deploy does (`fab start` + `fab wait`
+    is the same deploy in two steps)."""
     for r, run in zip(ranks, runs, strict=True):
         stopped = stop_of(read_history(r.node, r.plan.host, STOP_LOOKBACK), run.run_id)
         if stopped is not None and not is_alive(r.node, run):
@@ -188,4 +195,7 @@ def wait_recorded(
     for r, run in zip(ranks, runs, strict=True):
         scan = status.scan if r is ranks[0] else None
         record(r.node, r.plan, run, Action.WAIT, outcome_of(None), scan=scan)
+    handoff = handoff_of(ranks[0].node, ranks[0].plan.host, ranks[0].plan.deployment)
+    if handoff is not None:
+        join(handoff, on_progress)
     return status

@@ -11,7 +11,8 @@ from firedup.config.inventory import HostSpec
 from firedup.errors import DeployError
 from firedup.node.base import Node, operator
 from firedup.node.lock import node_lock
-from firedup.ops.history import Action, HistoryRecord, Outcome, append_history, inventory_commit
+from firedup.ops.history import Action, HistoryRecord, Outcome, append_history
+from firedup.ops.repo import inventory_commit
 from firedup.patching.report import Mode, PatchReport, PatchStatus
 from firedup.patching.sync import sync_patches
 

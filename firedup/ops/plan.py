@@ -10,6 +10,7 @@ import posixpath
 from dataclasses import dataclass
 
 from firedup.config.secrets import MASK, mask
+from firedup.errors import RenderError
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, current_run, is_alive
 from firedup.node.base import Node
 from firedup.ops.deploy import DeployPlan, for_release
@@ -86,8 +87,7 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
         patches=patches,
         placement=plan.placement,
     )
-    if report.ok:  # the script a deploy would start: for the node's release
-        plan = for_release(plan, report.engine_version)
+    plan = _for_node_release(plan, report.engine_version)
     return PlanReport(
         plan=plan,
         current=current,
@@ -97,6 +97,16 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
         diffs=_diffs(plan, patches),
         actions=_actions(plan, current, alive and restart, patches),
     )
+
+
+def _for_node_release(plan: DeployPlan, version: str | None) -> DeployPlan:
+    """The script for the release preflight read on the node, passed or failed (a failed
+    check is printed beside the script it judged); the assumed one when nothing was read or
+    the release cannot take a knob (preflight says so)."""
+    try:
+        return for_release(plan, version)
+    except RenderError:
+        return plan
 
 
 def plan_text(report: PlanReport) -> str:

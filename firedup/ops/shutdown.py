@@ -12,12 +12,14 @@ from dataclasses import dataclass
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
-from firedup.errors import DeployError, SlotTakenError, StartError
+from firedup.errors import DeployError, RouterError, SlotTakenError, StartError
 from firedup.launch.gpus import gpu_apps
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
 from firedup.node.base import Node
 from firedup.node.lock import node_lock, waiting_holder
-from firedup.ops.history import Action, Outcome, append_history, inventory_commit, run_record
+from firedup.ops.handoff import handoff_of, leave
+from firedup.ops.history import Action, Outcome, append_history, run_record
+from firedup.ops.repo import inventory_commit
 
 GPU_RELEASE_S = 15.0  # the driver frees memory a moment after the process is reaped
 
@@ -30,6 +32,7 @@ class StopOutcome:
     still_on_gpu: tuple[int, ...] = ()  # pids of the run nvidia-smi still lists
     gpu_checked: bool = False
     unrecorded: tuple[str, ...] = ()  # what could not be written down (a full disk), and why
+    router: str = ""  # what the router hand-off did first (docs/router.md)
 
     def text(self) -> str:
         if self.run is None or self.report is None:
@@ -43,6 +46,8 @@ class StopOutcome:
             extra += f" (pid {self.report.reused} now belongs to another process: not signalled)"
         for what in self.unrecorded:
             extra += f"; not recorded: {what}"
+        if self.router:
+            extra += f"; {self.router}"
         return f"{self.host}: run {self.run.run_id} {self.report.state}{extra}"
 
 
@@ -58,6 +63,21 @@ def _still_on_gpu(
         if not held or time.monotonic() > deadline:
             return held, True
         time.sleep(0.5)
+
+
+def _leave_router(
+    node: Node, host: HostSpec, deployment: Deployment, on_progress: Callable[[str], None]
+) -> str:
+    """Out of the router and drained before the stop; a router that cannot be reached does
+    not keep a server running (its own health checks drop a dead worker): said, not raised."""
+    handoff = handoff_of(node, host, deployment)
+    if handoff is None:
+        return ""
+    try:
+        return leave(handoff, on_progress).text()
+    except RouterError as exc:
+        on_progress(f"router: {exc.message}; stopping anyway")
+        return f"router not told: {exc.message}"
 
 
 def stop_host(
@@ -94,6 +114,7 @@ def stop_host(
                 f"{host.deployment}; refusing to stop another host's deployment",
                 hint=f"`fab stop --host {run.host}` stops it; or add --force",
             )
+        routed = _leave_router(node, host, deployment, on_progress)
         on_progress(f"stopping run {run.run_id} (pid {run.pid})")
         report = stop_run(node, run, grace_s=grace_s)
         if report.left:
@@ -118,4 +139,4 @@ def stop_host(
                 append_history(node, host, entry)
             except DeployError as exc:
                 unrecorded.append(f"the node's history ({exc})")
-        return StopOutcome(host.name, run, report, held, checked, tuple(unrecorded))
+        return StopOutcome(host.name, run, report, held, checked, tuple(unrecorded), routed)

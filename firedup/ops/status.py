@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
@@ -135,7 +136,7 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         run=run,
         signals=signals_from(probe, scan),
         scan=scan,
-        uptime_s=probe.node_time - run.started_at if probe.alive else None,
+        uptime_s=uptime(probe, run),
         gpus=gpus,
         memory=host_memory(node) if cpu else None,
         patches=applied_patches(node, host),
@@ -143,3 +144,13 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         decode=decode_stats(tail) if probe.alive else None,
         lock=lock,
     )
+
+
+def uptime(probe: Probe, run: RunMeta) -> float | None:
+    """How long the server has run, on one clock: the node's (its leader's age), else the
+    operator's (the run was planned on it); never the node's now minus the operator's start."""
+    if not probe.alive:
+        return None
+    if probe.leader_age_s is not None:
+        return probe.leader_age_s
+    return max(0.0, time.time() - run.started_at)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from firedup.config.deployment import SGLANG_LONG_CONTEXT_ENV
-from firedup.engine import Engine
 from firedup.patching import PatchStatus
-from firedup.preflight.context import architectures, derived_context_length
+from firedup.preflight.context import architectures
+from firedup.preflight.context_check import check_context
 from firedup.preflight.cpu import check_cpu_memory, is_cpu_node
 from firedup.preflight.flagcheck import check_engine_flags
 from firedup.preflight.gaps import GAPS
@@ -75,44 +74,6 @@ def check_models(s: Situation) -> Check:
 def _config(s: Situation, path: str | None) -> dict[str, object] | None:
     model = s.facts.models.get(path or "")
     return model.config if model else None
-
-
-def check_context(s: Situation) -> Check:
-    """Requested context vs the target's derived one, and the draft's (engines.md §4)."""
-    d = s.deployment
-    target = _config(s, d.model)
-    if target is None:
-        return warned("context length", "target config.json not readable; not checked")
-    derived, source = derived_context_length(target)
-    wanted = d.context_length or derived
-    problems = []
-    if d.context_length and d.context_length > derived:
-        problems.append(f"context_length {d.context_length} > the target's {derived} ({source})")
-    draft = _config(s, d.draft_model)
-    draft_len = derived_context_length(draft)[0] if draft is not None else None
-    if draft_len is not None and wanted > draft_len:
-        problems.append(f"the target's context {wanted} > the draft's {draft_len}")
-    if not problems:
-        detail = f"{wanted}" + (f", draft {draft_len}" if draft_len else "")
-        return passed("context length", detail)
-    what = "; ".join(problems)
-    if d.engine is Engine.VLLM:
-        return passed("context length", f"{what}: vLLM adjusts the draft itself")
-    if d.extends_draft_context:
-        return passed(
-            "context length",
-            f"{what}: {SGLANG_LONG_CONTEXT_ENV}=1 is exported",
-            "SGLang will override the draft's max_position_embeddings; acceptance may "
-            "drop beyond the draft's trained window",
-        )
-    lower = min(x for x in (derived, draft_len) if x)
-    return failed(
-        "context length",
-        f"{what}: SGLang refuses this launch",
-        f"either set 'draft_context: extend' in the deployment (exports "
-        f"{SGLANG_LONG_CONTEXT_ENV}=1; runs past the draft's trained window), or lower "
-        f"'context_length' to {lower}",
-    )
 
 
 def check_model_hooks(s: Situation) -> Check:

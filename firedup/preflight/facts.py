@@ -21,6 +21,7 @@ class ModelDir:
     exists: bool
     config: dict[str, Any] | None
     error: str | None = None
+    tokenizer_max_length: float | None = None  # tokenizer_config.json's model_max_length
 
 
 @dataclass(frozen=True)
@@ -101,10 +102,28 @@ class NodeFacts:
 
 @cache
 def _snippet() -> str:
-    """argscan.py, then node_facts.py: one program for the node's python (stdlib only)."""
-    argscan = resources.files("firedup.releases").joinpath("argscan.py").read_text("utf-8")
-    facts = resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8")
-    return argscan + "\n" + facts.replace("from __future__ import annotations\n", "", 1)
+    """argscan.py, argpkg.py, argreach.py, then node_facts.py: one program for the node's
+    python (stdlib only); the later files' `from __future__` and `from firedup...` imports
+    are dropped (the names they import are already defined above them)."""
+    releases = resources.files("firedup.releases")
+    parts = [
+        releases.joinpath("argscan.py").read_text("utf-8"),
+        releases.joinpath("argpkg.py").read_text("utf-8"),
+        releases.joinpath("argreach.py").read_text("utf-8"),
+        resources.files("firedup.preflight").joinpath("node_facts.py").read_text("utf-8"),
+    ]
+    return "\n".join([parts[0], *(_without_imports_of_firedup(p) for p in parts[1:])])
+
+
+def _without_imports_of_firedup(text: str) -> str:
+    lines = text.splitlines()
+    kept = [ln for ln in lines if not ln.startswith(("from firedup.", "from __future__ "))]
+    return "\n".join(kept) + "\n"
+
+
+def _number(value: Any) -> float | None:
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok else None
 
 
 def parse_engine_args(raw: Any) -> EngineArgs | None:
@@ -141,8 +160,15 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         engine_version=engine.get("version"),
         engine_path=engine.get("path"),
         engine_error=engine.get("error"),
+        engine_dists=tuple(engine.get("dists") or ()),
         models={
-            path: ModelDir(path, bool(m["exists"]), m.get("config"), m.get("error"))
+            path: ModelDir(
+                path,
+                bool(m["exists"]),
+                m.get("config"),
+                m.get("error"),
+                _number(m.get("tokenizer_max_length")),
+            )
             for path, m in data["models"].items()
         },
         ss_available=bool(port.get("ss")),
@@ -161,7 +187,6 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         disk_writable=bool(disk.get("writable", True)),
         login_user=str(disk.get("user", "")),
         engine_args=parse_engine_args(engine.get("args")),
-        engine_dists=tuple(engine.get("dists") or ()),
         torch_version=engine.get("torch"),
         memory=HostMemory(**data["memory"]) if data.get("memory") else None,
     )

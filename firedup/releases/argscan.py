@@ -19,26 +19,9 @@ of all the sources read; a computed choice list (`list(X.keys())`) reads as "not
 from __future__ import annotations  # first statement of the snippet preflight ships
 
 import ast
-import os
 from collections.abc import Iterable
 from typing import Dict, List, Optional
 
-# Where each engine keeps its argparse declarations, relative to the package directory.
-ARG_SOURCES = {
-    "sglang": (
-        "srt/server_args.py",
-        "srt/arg_groups/choices.py",
-        "srt/arg_groups/fields/",
-    ),
-    "vllm": (
-        "engine/arg_utils.py",
-        "entrypoints/openai/cli_args.py",
-        "entrypoints/common/cli_args.py",
-        "config/speculative.py",
-        "config/__init__.py",
-        "config.py",
-    ),
-}
 ANNOTATED = ("A", "Annotated")
 FIELD_CLASS_SUFFIX = "FrontendArgs"  # vLLM: every annotated field is a flag
 
@@ -187,10 +170,16 @@ def _class_fields(cls: ast.ClassDef, consts: Constants, flags: Flags) -> None:
             flags["--" + name.replace("_", "-")] = None
 
 
-def scan_flags(texts: Iterable[str]) -> Flags:
-    """Every flag the sources declare, with its choices when they are literal."""
+def scan_flags(texts: Iterable[str], constant_texts: Iterable[str] = ()) -> Flags:
+    """Every flag the sources declare, with its choices when they are literal (resolved
+    against the constants of the sources and of `constant_texts`)."""
     trees: list[ast.Module] = []
     consts = Constants()
+    for text in constant_texts:
+        try:
+            consts.collect(ast.parse(text))
+        except SyntaxError:
+            continue
     for text in texts:
         try:
             tree = ast.parse(text)
@@ -223,40 +212,3 @@ def literal_alias(texts: Iterable[str], name: str) -> list[str] | None:
     if name not in consts.values:
         return None
     return consts.strings(consts.values[name])
-
-
-def source_files(package_dirs: Iterable[str], engine: str) -> list[tuple[str, str]]:
-    """(relative path, text) of the engine's argument sources found under its package.
-
-    For each relative path the first package directory that has it wins, as Python resolves
-    a module across the portions of a package's `__path__`."""
-    dirs = list(package_dirs)
-    found: list[tuple[str, str]] = []
-    for rel in ARG_SOURCES[engine]:
-        for base in dirs:
-            path = os.path.join(base, rel)
-            if rel.endswith("/") and os.path.isdir(path):
-                for name in sorted(os.listdir(path)):
-                    if name.endswith(".py"):
-                        found.append((rel + name, _read(os.path.join(path, name))))
-                break
-            if os.path.isfile(path):
-                found.append((rel, _read(path)))
-                break
-    return found
-
-
-def _read(path: str) -> str:
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        return fh.read()
-
-
-def node_flags(package_dirs: Iterable[str], engine: str) -> dict[str, object]:
-    """What preflight ships back from the node: the files read and the flags found."""
-    files = source_files(package_dirs, engine)
-    texts = [text for _, text in files]
-    return {
-        "files": [rel for rel, _ in files],
-        "flags": scan_flags(texts),
-        "speculative_methods": literal_alias(texts, "SpeculativeMethod"),
-    }

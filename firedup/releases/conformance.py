@@ -36,12 +36,29 @@ MATRIX: Mapping[str, tuple[str, ...]] = {
         "0.5.12",
         "0.5.14",
         "0.5.17",
+        "0.5.18",
         "0.5.19",
         "0.5.20",
         "0.5.21",
+        "0.5.22",
         "0.5.23",
     ),
-    "vllm": ("0.8.0", "0.10.2", "0.11.0", "0.12.0", "0.20.0", "0.33.0"),
+    # Every minor release from 0.26 (the API server's flags moved in 0.29 and again in 0.33).
+    "vllm": (
+        "0.8.0",
+        "0.10.2",
+        "0.11.0",
+        "0.12.0",
+        "0.20.0",
+        "0.26.0",
+        "0.27.0",
+        "0.28.0",
+        "0.29.0",
+        "0.30.0",
+        "0.31.0",
+        "0.32.0",
+        "0.33.0",
+    ),
 }
 # Flags whose choices are kept per release (the rest keep only "accepted or not").
 TRACKED_CHOICES = ("--speculative-algorithm",)
@@ -131,6 +148,7 @@ def compact(raw: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> dict[str, Any
                     if f in by_version[r]["flags"]
                 },
                 "files": by_version[r]["files"],
+                "unread_parser_files": by_version[r].get("unread_parser_files", []),
                 "literals": by_version[r]["literals"],
                 "console_scripts": by_version[r]["console_scripts"],
                 "modules": by_version[r]["modules"],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,26 @@ def _covers(spans: str, version: str) -> bool:
     from firedup.releases.conformance import spans as parse
 
     return any(_v(a) <= _v(version) <= _v(b) for a, b in parse(spans))
+
+
+def _index_versions(name: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "index", "versions", name, "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    line = next((ln for ln in done.stdout.splitlines() if "Available versions:" in ln), "")
+    if done.returncode != 0 or not line:
+        pytest.skip(f"package index unreachable: {done.stderr.strip()[-200:]}")
+    return [v.strip() for v in line.split(":", 1)[1].split(",")]
+
+
+def test_the_matrix_has_every_sglang_release_since_0_5_17_and_every_vllm_minor_since_0_26() -> None:
+    from firedup.releases.conformance import MATRIX, _v
+
+    sglang = [v for v in _index_versions("sglang") if _v(v) >= _v("0.5.17")]
+    assert sorted(set(sglang) - set(MATRIX["sglang"]), key=_v) == []
+    minors = {".".join(v.split(".")[:2]) for v in _index_versions("vllm") if _v(v) >= _v("0.26")}
+    covered = {".".join(v.split(".")[:2]) for v in MATRIX["vllm"]}
+    assert sorted(minors - covered) == []

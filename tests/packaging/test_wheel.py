@@ -89,6 +89,8 @@ def test_the_wheel_carries_what_runs_and_no_top_level_tasks(venv: Path) -> None:
         "firedup/patching/remote.py",
         "firedup/releases/conformance.json",
         "firedup/releases/argscan.py",
+        "firedup/releases/argpkg.py",
+        "firedup/releases/argreach.py",
         "firedup/patches/sglang/kimi-k25-eagle3-hooks/manifest.yaml",
     ]:
         assert (site / shipped).is_file(), f"{shipped} is not in the wheel"

@@ -222,10 +222,12 @@ class Host:
             return Outcome(error=exc)
         return Outcome(status=status)
 
+    def cli_argv(self, *args: str) -> list[str]:
+        return [FAB, args[0], "--host", "n", "--inventory", str(self.inventory_path), *args[1:]]
+
     def cli(self, *args: str, timeout_s: float = 90) -> subprocess.CompletedProcess[str]:
-        argv = [FAB, args[0], "--host", "n", "--inventory", str(self.inventory_path), *args[1:]]
         return subprocess.run(
-            argv,
+            self.cli_argv(*args),
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -62,3 +62,33 @@ def test_a_changed_or_unknown_host_key_is_refused(
     assert not host.workdir.exists()  # nothing ran on the node
     after = known_hosts.read_text() if known_hosts.exists() else None
     assert after == before or (before is None and policy == "strict" and after in (None, ""))
+
+
+@pytest.mark.parametrize("trouble", ["full", "read-only"])
+def test_a_known_hosts_that_cannot_take_the_new_key_says_so(
+    make_host: Callable[..., Host], tmp_path: Path, trouble: str
+) -> None:
+    """Issue 28 §5: accept-new on a full or read-only disk is not "cannot connect"."""
+    from tests.conftest import mounted_tmpfs
+
+    disk = mounted_tmpfs(tmp_path / "disk", "1m")
+    mount = next(disk)
+    try:
+        known_hosts = mount / "known_hosts"
+        if trouble == "full":
+            (mount / "filler").write_bytes(b"\0" * (1 << 20))
+        else:
+            subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        host = make_host()
+        data = yaml.safe_load(host.inventory_path.read_text())
+        data["hosts"]["n"].update(known_hosts=str(known_hosts), host_key_policy="accept-new")
+        host.inventory_path.write_text(yaml.safe_dump(data))
+        result = host.cli("status")
+        output = result.stdout + result.stderr
+        assert result.returncode == ConnectError.exit_code, output
+        assert "cannot connect" not in output, output
+        assert f"cannot record the node's new host key in {known_hosts}" in output, output
+        reason = "No space left on device" if trouble == "full" else "Read-only file system"
+        assert reason in output, output
+    finally:
+        next(disk, None)

@@ -264,3 +264,17 @@ def test_parents_the_workdir_needs_keep_the_accounts_umask(
             assert stat.S_IMODE(made.stat().st_mode) == 0o777 & ~int(umask, 8)
     finally:
         shutil.rmtree(parent, ignore_errors=True)
+
+
+def test_a_shared_workdir_closed_to_0700_is_said(make_host: Callable[..., Host]) -> None:
+    """Issue 28 §5: a team's 2775 workdir is closed to 0700, and the operator is told."""
+    host = make_host()
+    host.workdir.mkdir()
+    host.workdir.chmod(0o2775)
+    stopped = host.cli("stop")
+    output = stopped.stdout + stopped.stderr
+    assert stopped.returncode == 0, output
+    assert stat.S_IMODE(host.workdir.stat().st_mode) & 0o777 == 0o700  # (chmod keeps setgid)
+    assert f"the workdir {host.workdir} was mode 2775, open to others: closed to 0700" in output
+    again = host.cli("stop")  # once: a closed workdir is not mentioned again
+    assert "closed to 0700" not in again.stdout + again.stderr

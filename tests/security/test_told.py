@@ -171,3 +171,29 @@ def test_force_unlock_has_no_short_flag(task: str) -> None:
     shown = subprocess.run([FAB, "--help", task], cwd=REPO, capture_output=True, text=True)
     line = next(ln for ln in shown.stdout.splitlines() if "--force-unlock" in ln)
     assert line.split()[0] == "--force-unlock", line
+
+
+def test_a_deploy_killed_after_the_start_leaves_its_record(
+    make_host: Callable[..., Host],
+) -> None:
+    """Issue 28 §5: kill -9 of `fab deploy` while it waits: the run it started is in the
+    node's history (as started), not missing from it."""
+    host = make_host(FIREDUP_SIM_SPEED="0.5")  # a start-up that lasts seconds
+    before = set(host.runs())
+    deploy = subprocess.Popen(
+        host.cli_argv("deploy"), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        started = wait_until(
+            lambda: [r for r, pid in host.runs().items() if r not in before and pid], 30, "a start"
+        )
+        (run_id,) = started
+        wait_until(lambda: (host.workdir / "lock.waiting").exists(), 30, "the deploy to wait")
+    finally:
+        deploy.send_signal(signal.SIGKILL)
+        deploy.wait()
+    records = [(r["action"], r["outcome"]) for r in host.history() if r["run_id"] == run_id]
+    assert records == [("deploy", "started")], records
+    status = host.cli("status", "--json")
+    (entry,) = json.loads(status.stdout)["hosts"]
+    assert entry["last_deploy"]["outcome"] == "started", status.stdout

@@ -55,7 +55,7 @@ def story(sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]) -> I
 def test_preflight_catches_the_first_two_crashes_before_any_launch(story: Story) -> None:
     v3 = story.fab("preflight", "--host", "v3")
     assert v3.returncode == 6
-    assert "FAIL  context length" in v3.stdout and "draft_context: extend" in v3.stdout
+    assert "FAIL  context length" in v3.stdout and "long_context: allow" in v3.stdout
     assert "FAIL  model hooks" in v3.stdout and "kimi-k25-eagle3-hooks" in v3.stdout
 
     v4 = story.fab("preflight", "--host", "v4")

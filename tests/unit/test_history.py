@@ -25,7 +25,6 @@ from firedup.ops.history import (
     HistoryRecord,
     Outcome,
     PhaseTiming,
-    inventory_commit,
     last_failed_run,
     last_start,
     mask_env,
@@ -33,9 +32,9 @@ from firedup.ops.history import (
     parse_history,
     phase_timings,
     plan_prune,
-    repo_commit,
     run_record,
 )
+from firedup.ops.repo import inventory_commit, repo_commit
 
 AT = datetime(2026, 2, 22, 10, 30, 0, tzinfo=UTC)
 
@@ -241,3 +240,21 @@ def test_last_start_skips_stops_and_patches() -> None:
     found = last_start(records)
     assert found is not None and found.reason == "oom"
     assert last_start(records[1:]) is None
+
+
+def test_repo_commit_never_runs_the_repository_hooks(tmp_path: Path) -> None:
+    """Issue 28 §5: `git status` in the inventory's repository must not run what its
+    config names (core.fsmonitor runs a command on every status)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
+    (tmp_path / "f").write_text("1")
+    subprocess.run([*git, "add", "f"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "x"], check=True)
+    ran = tmp_path.parent / f"{tmp_path.name}-fsmonitor-ran"
+    hook = tmp_path / "monitor.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {ran}\n")
+    hook.chmod(0o755)
+    subprocess.run([*git, "config", "core.fsmonitor", str(hook)], check=True)
+    (tmp_path / "f").write_text("2")
+    assert repo_commit(tmp_path).endswith("+dirty")
+    assert not ran.exists(), "core.fsmonitor ran"

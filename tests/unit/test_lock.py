@@ -68,3 +68,17 @@ def test_unreadable_records_do_not_raise() -> None:
     assert parse_record(record(owner="x"))[0] == 777
     info = parse_lock_status("n", status("no", "gone", "garbage", now="bad"))
     assert info is not None and info.state is LockState.STALE and info.age_s is None
+
+
+def test_an_endless_answer_from_the_holder_is_bounded() -> None:
+    """Issue 28 §4: the operator's memory is bounded against any stream from the node."""
+    import itertools
+
+    import pytest
+
+    from firedup.errors import LockedError
+    from firedup.node.lock import _first_lines
+
+    endless = itertools.repeat(b"x" * 65536)  # no `locked pid=` ever comes
+    with pytest.raises(LockedError, match="too long"):
+        _first_lines(endless, "n", 60)

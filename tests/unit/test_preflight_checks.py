@@ -52,7 +52,7 @@ def test_story_v3_fails_on_context_and_hooks() -> None:
     result = judge()
     assert result["context length"][0] is Outcome.FAIL
     assert "262144 > the draft's 131072" in result["context length"][1]
-    assert "draft_context: extend" in str(result["context length"][2])
+    assert "long_context: allow" in str(result["context length"][2])
     assert "context_length' to 131072" in str(result["context length"][2])
     assert result["model hooks"][0] is Outcome.FAIL
     assert HOOKS in str(result["model hooks"][2])
@@ -174,3 +174,76 @@ def test_missing_tools_models_engine_and_disk() -> None:
 )
 def test_context_is_derived_as_sglang_does(config: dict[str, Any], expected: int) -> None:
     assert derived_context_length(config)[0] == expected
+
+
+def _vllm_facts(config: dict[str, Any], tokenizer_max: float | None = None) -> dict[str, Any]:
+    facts = copy.deepcopy(FACTS)
+    facts["models"] = {
+        "/m": {
+            "path": "/m",
+            "exists": True,
+            "config": config,
+            "tokenizer_max_length": tokenizer_max,
+        }
+    }
+    return facts
+
+
+VLLM_TINY = {"engine": "vllm", "model": "/m", "speculative": None, "context_length": 4096}
+
+
+def test_vllm_refuses_a_context_above_the_models_naming_its_env_var() -> None:
+    # Before: PASS "context_length 4096 > the target's 2048 (max_position_embeddings): vLLM
+    # adjusts the draft itself", for a deployment with no draft.
+    got = judge(VLLM_TINY, _vllm_facts({"max_position_embeddings": 2048}))["context length"]
+    assert got[0] is Outcome.FAIL
+    assert "context_length 4096 > the model's 2048 (max_position_embeddings)" in got[1]
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in got[1]
+    assert "long_context: allow" in str(got[2]) and "'context_length' to 2048" in str(got[2])
+
+
+@pytest.mark.parametrize(
+    ("config", "tokenizer_max", "outcome"),
+    [
+        ({"max_position_embeddings": 4096}, None, Outcome.PASS),
+        ({"max_position_embeddings": 4096}, 2048, Outcome.FAIL),  # the tokenizer caps it
+        (
+            {"max_position_embeddings": 2048, "rope_scaling": {"type": "linear", "factor": 2}},
+            None,
+            Outcome.PASS,
+        ),
+        (
+            {"max_position_embeddings": 2048, "rope_scaling": {"rope_type": "yarn", "factor": 4}},
+            None,
+            Outcome.FAIL,
+        ),
+        ({"max_position_embeddings": 2048, "model_max_length": 8192}, None, Outcome.PASS),
+        ({"text_config": {"max_position_embeddings": 2048}}, None, Outcome.FAIL),
+    ],
+)
+def test_vllm_derives_the_length_as_vllm_0_32_does(
+    config: dict[str, Any], tokenizer_max: float | None, outcome: Outcome
+) -> None:
+    assert judge(VLLM_TINY, _vllm_facts(config, tokenizer_max))["context length"][0] is outcome
+
+
+@pytest.mark.parametrize(
+    "knob",
+    [
+        {"long_context": "allow"},
+        {"env": {"VLLM_ALLOW_LONG_MAX_MODEL_LEN": "1"}},
+        {"draft_context": "extend"},
+    ],
+)
+def test_the_long_context_knob_lets_vllm_run_it(knob: dict[str, Any]) -> None:
+    got = judge({**VLLM_TINY, **knob}, _vllm_facts({"max_position_embeddings": 2048}))
+    assert got["context length"][0] is Outcome.PASS
+    assert "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1 is exported" in got["context length"][1]
+    old = "draft_context" in knob
+    assert ("write 'long_context: allow'" in str(got["context length"][2])) is old
+
+
+def test_the_sglang_env_var_does_not_open_vllm() -> None:
+    knob = {"env": {"SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "1"}}
+    got = judge({**VLLM_TINY, **knob}, _vllm_facts({"max_position_embeddings": 2048}))
+    assert got["context length"][0] is Outcome.FAIL

@@ -152,3 +152,13 @@ def test_secrets_are_sourced_not_written_and_extend_exports_the_variable() -> No
     assert "--speculative-draft-model-path /d" in text
     vllm = _render({"engine": "vllm", "model": "/m", "draft_context": "extend"})
     assert "SGLANG_ALLOW" not in vllm
+
+
+def test_long_context_exports_each_engines_own_variable() -> None:
+    sglang = _render({"engine": "sglang", "model": "/m", "long_context": "allow"})
+    assert "export SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1" in sglang
+    assert "VLLM_ALLOW" not in sglang
+    for knob in ({"long_context": "allow"}, {"draft_context": "extend"}):  # the old spelling too
+        vllm = _render({"engine": "vllm", "model": "/m", **knob})
+        assert "export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1" in vllm and "SGLANG_ALLOW" not in vllm
+    assert "ALLOW" not in _render({"engine": "vllm", "model": "/m"})

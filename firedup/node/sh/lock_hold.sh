@@ -27,7 +27,10 @@ if [ ! -O "$workdir" ]; then
     "$(stat -c %U -- "$workdir")" "$(id -un)"
   exit 2
 fi
+was=$(stat -c %a -- "$workdir")
 chmod 0700 -- "$workdir" || { printf 'error=cannot close %s to other users\n' "$workdir"; exit 2; }
+# A workdir someone opened to a group (2775, a team's setup) is closed: say so, once.
+[ $((8#$was & 8#077)) -eq 0 ] || printf 'closed=%s\n' "$was"
 umask 077
 if ! { exec 9>> "$lock"; } 2> /dev/null; then
   printf 'error=cannot write %s as %s: Permission denied\n' "$lock" "$(id -un)"
@@ -48,6 +51,7 @@ if [ "$taken" -eq 75 ]; then
     sleep 0.05
   done
   printf 'busy\n'
+  printf 'now=%s\n' "$(date +%s.%N)"  # the record's age is told on the node's clock
   printf 'record=%s\n' "$(base64 -w0 < "$record" 2>/dev/null)"
   exit 0
 fi

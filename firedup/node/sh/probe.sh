@@ -22,6 +22,12 @@ if [ -n "$recorded" ] && { read -r stat < "/proc/$pid/stat"; } 2> /dev/null; the
   read -r -a fields <<< "${stat##*) }"
   started=${fields[19]}
 fi
+if [ -n "$started" ] && [ "$started" = "$recorded" ] && { read -r up _ < /proc/uptime; } 2> /dev/null
+then
+  # The leader's age on the node's own clock (ticks since boot, USER_HZ 100; /proc/uptime in
+  # hundredths): an uptime that no clock of the operator's enters.
+  printf 'leader_age_cs=%s\n' "$((10#${up/./} - started))"
+fi
 if [ -n "$started" ] && [ "$started" != "$recorded" ]; then
   printf 'procs=\n'
 elif [ -n "$pid" ]; then

@@ -29,3 +29,13 @@ def sleep_forever() -> None:
     # A hang is silence while staying alive: block in short sleeps so signals still work.
     while True:
         time.sleep(3600)
+
+
+def request_latency_s() -> float:
+    """FIREDUP_SIM_REQUEST_LATENCY_S: real seconds each served request takes on top of its
+    tokens (not scaled by the speed): requests stay in flight while a roll goes on."""
+    raw = os.environ.get("FIREDUP_SIM_REQUEST_LATENCY_S", "0")
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        raise SystemExit(f"FIREDUP_SIM_REQUEST_LATENCY_S must be seconds, got {raw!r}") from None

@@ -29,13 +29,28 @@ class GlobalState:
         self.lock = threading.Lock()
         self.status = "Starting"
         self.model_info: dict[str, Any] = {}
+        # Requests in the scheduler (one at a time: TP0's channel) and waiting for it: what
+        # the real scheduler's gauges count (sglang:num_running_reqs / num_queue_reqs).
+        self.running = 0
+        self.queued = 0
+        self.counts = threading.Lock()
+
+    def _count(self, running: int, queued: int) -> None:
+        with self.counts:
+            self.running += running
+            self.queued += queued
 
     def submit(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+        self._count(0, 1)
         with self.lock:
-            self.rank0_conn.send(req)
-            if not self.rank0_conn.poll(timeout_s):
-                return None
-            return self.rank0_conn.recv()
+            self._count(1, -1)
+            try:
+                self.rank0_conn.send(req)
+                if not self.rank0_conn.poll(timeout_s):
+                    return None
+                return self.rank0_conn.recv()
+            finally:
+                self._count(-1, 0)
 
 
 STATE: GlobalState | None = None
@@ -117,6 +132,27 @@ def list_models(h: SglangHandler, state: GlobalState, body: bytes) -> None:
         "max_model_len": state.scheduler_info["context_len"],
     }
     h.reply_json(200, {"object": "list", "data": [card]})
+
+
+def metrics(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    """Prometheus text, only with --enable-metrics (as the real server mounts /metrics), under
+    the real names and labels (sglang 0.5.9 metrics/collector.py, scheduler_metrics_mixin.py)."""
+    args = state.server_args
+    if not getattr(args, "enable_metrics", False):
+        h.reply_json(404, {"detail": "Not Found"})
+        return
+    labels = (
+        f'engine_type="unified",model_name="{args.served_model_name}",moe_ep_rank="0",'
+        'pp_rank="0",tp_rank="0"'
+    )
+    lines = []
+    for name, help_text, value in (
+        ("sglang:num_running_reqs", "The number of running requests.", state.running),
+        ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", state.queued),
+    ):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
+        lines.append(f"{name}{{{labels}}} {float(value)}")
+    h.send_reply(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4")
 
 
 def ping(h: SglangHandler, state: GlobalState, body: bytes) -> None:
@@ -217,6 +253,7 @@ ROUTES = {
     ("GET", "/get_server_info"): server_info,
     ("GET", "/v1/models"): list_models,
     ("GET", "/ping"): ping,
+    ("GET", "/metrics"): metrics,
     ("POST", "/generate"): generate,
     ("POST", "/v1/completions"): lambda h, s, b: _openai(h, s, b, chat=False),
     ("POST", "/v1/chat/completions"): lambda h, s, b: _openai(h, s, b, chat=True),

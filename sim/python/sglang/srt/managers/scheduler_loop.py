@@ -7,6 +7,7 @@ import time
 from typing import Any
 
 from firedup_sim import clock, faults
+from firedup_sim.clock import request_latency_s
 
 logger = logging.getLogger("sglang.srt.managers.scheduler")
 
@@ -82,6 +83,8 @@ class SchedulerLoop:
             }
         new_tokens = int(req.get("max_new_tokens", 8))
         clock.sleep(0.002 * new_tokens)
+        if not req.get("warmup"):
+            time.sleep(request_latency_s())  # real seconds: requests in flight during a roll
         self.served += 1
         self.tokens += input_len + new_tokens
         return {"ok": True, "completion_tokens": new_tokens, "accept_len": self._accept_len()}

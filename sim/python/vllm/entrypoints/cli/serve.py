@@ -55,7 +55,7 @@ def _run(args: argparse.Namespace, head: str, stop: threading.Event) -> int:
     threading.Thread(
         target=lambda: (rendezvous.wait_closed(conns[0]), lost.set()), daemon=True
     ).start()
-    args.max_model_len_resolved = args.max_model_len or _derived(args)
+    args.max_model_len_resolved = _verified(args)
     never = threading.Event()  # no API server here: the workers' "server up" never comes
     workers = multiproc_executor.start_workers(args, never)
     ranks = list(multiproc_executor.local_ranks(args))
@@ -83,8 +83,13 @@ def _drain(workers: list[tuple[Any, Any]]) -> None:
                 break
 
 
-def _derived(args: argparse.Namespace) -> int:
+def _verified(args: argparse.Namespace) -> int:
+    """A headless rank builds the engine config too: the same max_model_len check (0.32)."""
     from firedup_sim import modelinfo
 
+    from vllm.config.model import verify_max_model_len
+
     info = modelinfo.load(args.model)
-    return int(modelinfo.derived_context_len(info.text_config))
+    return verify_max_model_len(
+        info.config, args.model, args.max_model_len, {"model": args.model, **vars(args)}
+    )

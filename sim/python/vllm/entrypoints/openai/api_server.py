@@ -13,6 +13,7 @@ from typing import Any
 from firedup_sim import events, modelinfo, proctree, uvicorn_like
 
 from vllm import logger as vlogger
+from vllm.config.model import verify_max_model_len
 from vllm.entrypoints.common.cli_args import make_arg_parser, non_default_args
 from vllm.entrypoints.openai import routes
 from vllm.v1.engine.core import run_engine_core
@@ -29,20 +30,9 @@ client_log = vlogger.SourceLogger("core_client.py")
 def resolve_model(args: argparse.Namespace) -> None:
     info = modelinfo.load(args.model)
     model_log.info(547, f"Resolved architecture: {info.architecture}")
-    derived = modelinfo.derived_context_len(info.text_config)
-    allow_long = os.environ.get("VLLM_ALLOW_LONG_MAX_MODEL_LEN", "0").lower() in ("1", "true")
-    if args.max_model_len is not None and args.max_model_len > derived and not allow_long:
-        raise ValueError(
-            f"User-specified max_model_len ({args.max_model_len}) is greater than the derived "
-            f"max_model_len (max_position_embeddings={derived} or model_max_length=None in "
-            "model's config.json). To allow overriding this maximum, set the env var "
-            "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1. VLLM_ALLOW_LONG_MAX_MODEL_LEN must be used with "
-            "extreme caution. If the model uses relative position encoding (RoPE), positions "
-            "exceeding derived_max_model_len lead to nan. If the model uses absolute position "
-            "encoding, positions exceeding derived_max_model_len will cause a CUDA array "
-            "out-of-bounds error."
-        )
-    args.max_model_len_resolved = args.max_model_len or derived
+    args.max_model_len_resolved = verify_max_model_len(
+        info.config, args.model, args.max_model_len, {"model": args.model, **vars(args)}
+    )
     model_log.info(1510, f"Using max model len {args.max_model_len_resolved}")
     names = args.served_model_name or [args.model]
     args.served_model_name_resolved = names[0]
@@ -151,4 +141,12 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
 
 
 if __name__ == "__main__":
+    import warnings
+
+    warnings.warn(  # as vLLM 0.29-0.33 print it (entrypoints/openai/api_server.py:50)
+        "The `python -m vllm.entrypoints.openai.api_server` command is deprecated "
+        "and may be removed in a future release. Please use `vllm server` instead.",
+        DeprecationWarning,
+        stacklevel=1,
+    )
     main()

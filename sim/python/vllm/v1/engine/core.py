@@ -142,4 +142,5 @@ def _serve(args: Any, conn: Any, workers: list[tuple[Any, Any]], server_up: Any)
         if conn.poll(0.2):
             req = conn.recv()
             clock.sleep(0.002 * int(req.get("max_new_tokens", 16)))
+            time.sleep(clock.request_latency_s())  # real seconds: in flight during a roll
             conn.send({"ok": True, "completion_tokens": int(req.get("max_new_tokens", 16))})
