@@ -175,3 +175,22 @@ def test_explain_log_of_the_stopped_run_does_not_say_failed(day: Day) -> None:
     assert "failed" not in verdicts.values(), verdicts
     stopped = day.runs["stopped"]
     assert stopped["state"] == "stopped" and stopped["reason"] != "crash", stopped
+
+
+def test_a_context_above_the_models_fails_preflight_and_launches_nothing(
+    sshd: Sshd, real_engine: RealEngine, tmp_path: Path
+) -> None:
+    """The same node with `context_length` 4096 on the 2048-position model: vLLM would refuse
+    it (`VLLM_ALLOW_LONG_MAX_MODEL_LEN`); preflight says so, and deploy starts nothing. No
+    vLLM starts here, so the machine's vLLM lock is not needed."""
+    tiny = real_deployment(real_engine.model, context_length=4096)
+    inventory = write_inventory(
+        tmp_path, {"cpu": cpu_host(sshd, real_engine, tmp_path)}, {"tiny": tiny}
+    )
+    for command in ("preflight", "deploy"):
+        done = fab(command, "--host", "cpu", "--inventory", str(inventory), timeout_s=120)
+        assert done.returncode == 6, _said(done)
+        said = done.stdout + done.stderr
+        assert "context_length 4096" in said and "VLLM_ALLOW_LONG_MAX_MODEL_LEN" in said, said
+    assert not list(tmp_path.glob("node/runs/*/pid")), "a run was started"
+    assert _port_free(tiny["port"])
