@@ -18,6 +18,9 @@ command -v fish > /dev/null || need+=(fish)
 command -v ssh-agent > /dev/null || need+=(openssh-client)
 [ -x /usr/lib/openssh/sftp-server ] || need+=(openssh-sftp-server)
 command -v inotifywait > /dev/null || need+=(inotify-tools)
+# tests/containers: deployments in podman (runc: crun cannot set rlimits on these machines).
+command -v podman > /dev/null || need+=(podman)
+command -v runc > /dev/null || [ -x /usr/sbin/runc ] || need+=(runc)
 if [ ${#need[@]} -gt 0 ]; then
   sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
@@ -26,6 +29,13 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${need[@]}" > /dev/null
 fi
 scripts/setup.sh
+# podman with runc and no default ulimits (docs/containers.md); the suite's image is built by
+# its first container test (tests/containers/image.py) and cached by a hash of its inputs.
+if [ -z "${CONTAINERS_CONF:-}" ]; then
+  CONTAINERS_CONF="${TMPDIR:-/tmp}/firedup-test-containers-$(id -u).conf"
+  export CONTAINERS_CONF
+  printf '[containers]\ndefault_ulimits = []\n\n[engine]\nruntime = "runc"\n' > "$CONTAINERS_CONF"
+fi
 # One command per line: under `set -e` a failure inside an && list would not stop the script.
 echo "== ruff"
 .venv/bin/ruff check .

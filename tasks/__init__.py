@@ -14,7 +14,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from invoke import Collection
 
-    from . import deploy, explain, history, lock, ops, patches, plan, restart, smoke
+    from . import containers, deploy, explain, history, lock, ops, patches, plan, restart, smoke
 
     ns = Collection()
     for task in (
@@ -29,6 +29,7 @@ def __getattr__(name: str) -> Any:
         ops.stop,
         ops.logs,
         patches.sync_patches,
+        containers.pull,
         smoke.smoke_test,
         history.history,
         lock.unlock,

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from firedup.config.container import RuntimeName
 from firedup.config.router import RouterSpec
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
@@ -157,6 +158,8 @@ class Deployment(FrozenModel):
     # The engine release to render for when no node is asked (`fab render`); a deploy renders
     # for the release preflight finds on the node. Unset: the newest release firedup checked.
     engine_version: str | None = Field(default=None, pattern=r"^\d+(\.\d+)*([a-z0-9.+-]*)$")
+    runtime: RuntimeName | None = None  # overrides the host's (docs/containers.md)
+    image: str | None = None
     router: RouterSpec | None = None  # docs/router.md
 
     @field_validator("phase_budgets_s")

@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from firedup.config.container import ContainerOptions, RuntimeName, check_image, effective_runtime
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory, trust_named
 from firedup.errors import InventoryError
@@ -68,6 +69,9 @@ class HostSpec(FrozenModel):
     keep_runs: int = Field(default=10, ge=1)
     node_address: str | None = None  # how the other nodes of a multi-node deployment reach it
     source: Path | None = None  # the inventory file it came from (set at load, like name)
+    runtime: RuntimeName | None = None  # python (default), podman, docker: docs/containers.md
+    image: str | None = None
+    container: ContainerOptions = Field(default_factory=ContainerOptions)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -110,6 +114,9 @@ class Inventory(FrozenModel):
                     f"hosts.{host.name}.deployment: unknown deployment {host.deployment!r}; "
                     f"known: {', '.join(sorted(self.deployments)) or 'none'}"
                 )
+            dep = self.deployments[host.deployment]
+            runtime = effective_runtime(host.runtime, dep.runtime)
+            check_image(f"hosts.{host.name}", runtime, dep.image or host.image)
         for deployment in self.deployments.values():
             _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():

@@ -12,14 +12,16 @@ import json
 import shlex
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.engine import Engine
 from firedup.errors import RenderError
+from firedup.launch.container import container_launch
 from firedup.launch.flags import VLLM_CLI, Spelling, spell
+from firedup.node.runtime import OciRuntime, runtime_for
 
 if TYPE_CHECKING:
     import jinja2
@@ -36,10 +38,11 @@ class LaunchScript:
     engine: Engine
     release: str = ""  # the engine release it was rendered for, as the header says
     assumed: bool = False  # no node said which release: the deployment's or the newest
+    inner: str = ""  # in a container: the engine's script (engine.sh); `text` runs the container
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.text.encode()).hexdigest()
+        return hashlib.sha256((self.text + self.inner).encode()).hexdigest()
 
 
 def _sh(value: Any) -> str:
@@ -142,9 +145,43 @@ def render_launch(
     rundir: str,
     placement: Placement | None = None,
     engine_version: str | None = None,
+    image: str | None = None,
 ) -> LaunchScript:
     """The launch script for the engine release installed on the node (`engine_version`, as
-    preflight read it), or for the deployment's assumed release when no node was asked."""
+    preflight read it), or for the deployment's assumed release when no node was asked; in a
+    container (the host's or deployment's `runtime:`), the runtime's `run` of `image` (default:
+    the inventory's) around it."""
+    runtime = runtime_for(host, deployment)
+    in_image = isinstance(runtime, OciRuntime)
+    # In a container: the image's python, and only the deployment's env (the host's is the
+    # node python's: its PATH and PYTHONPATH would break the image's).
+    engine_host = (
+        host.model_copy(update={"python": runtime.python, "env": {}}) if in_image else host
+    )
+    script = engine_script(
+        engine_host,
+        deployment,
+        run_id=run_id,
+        rundir=rundir,
+        placement=placement,
+        engine_version=engine_version,
+    )
+    if not isinstance(runtime, OciRuntime):
+        return script
+    text = container_launch(runtime, host, deployment, run_id=run_id, rundir=rundir, image=image)
+    return replace(script, text=text, inner=script.text)
+
+
+def engine_script(
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    run_id: str,
+    rundir: str,
+    placement: Placement | None = None,
+    engine_version: str | None = None,
+) -> LaunchScript:
+    """The engine's own launch script (today's templates), wherever its python is."""
     spelling = spell(deployment, engine_version)
     context = {
         "host": host,

@@ -23,6 +23,7 @@ from firedup.errors import RemoteCommandError, SlotTakenError, StartError, Trans
 from firedup.launch.render import LaunchScript
 from firedup.node.base import Node, operator, parse_fields, run_script, script_argv
 from firedup.node.probe import probe_run
+from firedup.node.runtime import runtime_for, stop_script
 
 STOP_GRACE_S = 20
 
@@ -43,6 +44,7 @@ class RunMeta:
     pid: int | None = None
     bind: str = "127.0.0.1"
     engine_version: str | None = None
+    runtime: str = "python"  # where the engine runs: python, podman, docker (node.runtime)
 
     @property
     def rundir(self) -> str:
@@ -127,6 +129,7 @@ def start_run(
 ) -> RunMeta:
     """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
     start it detached."""
+    runtime = runtime_for(host, deployment)
     previous = current_run(node, host)
     running = previous is not None and is_alive(node, previous)
     if running and restart:
@@ -155,26 +158,34 @@ def start_run(
         started_by=operator(),
         bind=deployment.bind,
         engine_version=engine_version,
+        runtime=runtime.name,
     )
     if secrets:
         text = secrets_env_text(secrets).encode()
         node.put(text, posixpath.join(meta.rundir, SECRETS_FILE), mode=0o600)
     node.put(script.text.encode(), posixpath.join(meta.rundir, "launch.sh"), mode=0o700)
+    if script.inner:
+        node.put(script.inner.encode(), posixpath.join(meta.rundir, "engine.sh"), mode=0o700)
+    for name, data in runtime.node_files(run_id).items():
+        node.put(data, posixpath.join(meta.rundir, name), mode=0o600)
     node.put(meta.to_json().encode(), posixpath.join(meta.rundir, "meta.json"))
     if running and previous is not None:
         # Only now, with the new run's files in place: a failed upload leaves the old running.
         on_progress(f"stopping previous run {previous.run_id}")
         stop_run(node, previous)
-    pid = _start(node, host, run_id, on_progress)
+    pid = _start(node, host, run_id, on_progress, runtime.start_script())
     meta = replace(meta, pid=pid)  # meta.json stays as written: the pid file is the truth
     on_progress(f"started run {run_id}, pid {pid}")
     return meta
 
 
-def _start(node: Node, host: HostSpec, run_id: str, on_progress: Callable[[str], None]) -> int:
-    """Run start.sh; if its answer is lost with the connection, ask the node for the pid."""
+def _start(
+    node: Node, host: HostSpec, run_id: str, on_progress: Callable[[str], None], script: str
+) -> int:
+    """Run the runtime's start script; if its answer is lost with the connection, ask the node
+    for the pid."""
     try:
-        out = run_script(node, "start", host.workdir, run_id, what="start").out
+        out = run_script(node, script, host.workdir, run_id, what="start").out
     except TransientConnectError as exc:
         pid_file = posixpath.join(host.workdir, "runs", run_id, "pid")
         try:
@@ -213,8 +224,9 @@ def _pids(value: str) -> tuple[int, ...]:
 
 def stop_run(node: Node, run: RunMeta, *, grace_s: int = STOP_GRACE_S) -> StopReport:
     """TERM the run's process group, KILL what is left after `grace_s`; report what happened."""
+    script = stop_script(run.runtime)
     out = run_script(
-        node, "stop", run.rundir, str(grace_s), timeout_s=grace_s + 30, what="stop"
+        node, script, run.rundir, str(grace_s), timeout_s=grace_s + 30, what="stop"
     ).out
     fields = parse_fields(out)
     return StopReport(

@@ -33,6 +33,7 @@ from firedup.launch.runs import (
 from firedup.logscan import ScanState
 from firedup.node.base import Node
 from firedup.node.lock import lock_status, node_lock
+from firedup.ops.containers import apply_patches, launch_image
 from firedup.ops.handoff import leave_before_restart
 from firedup.ops.history import (
     Action,
@@ -44,7 +45,6 @@ from firedup.ops.history import (
     stop_of,
 )
 from firedup.ops.repo import inventory_commit
-from firedup.patching import sync_patches
 from firedup.preflight import Outcome as CheckOutcome
 from firedup.preflight import PreflightReport, preflight
 from firedup.readiness.wait import WaitOptions
@@ -87,6 +87,7 @@ def plan_deploy(
         rundir=rundir,
         placement=placement,
         engine_version=engine_version,
+        image=launch_image(host, deployment),
     )
     check_bash_syntax(script)
     return DeployPlan(host, deployment, run_id, script, placement)
@@ -254,7 +255,7 @@ def prepare(
             on_progress(f"preflight {check.outcome.value}: {check.name}: {check.detail}")
     on_progress(f"preflight passed ({len(report.checks)} checks)")
     if plan.deployment.patches:
-        patched = sync_patches(node, plan.host, plan.deployment, on_progress=on_progress)
+        patched = apply_patches(node, plan.host, plan.deployment, on_progress)
         for line in patched.lines():
             on_progress(f"patch {line}")
     return report

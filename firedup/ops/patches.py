@@ -11,6 +11,8 @@ from firedup.config.inventory import HostSpec
 from firedup.errors import DeployError
 from firedup.node.base import Node, operator
 from firedup.node.lock import node_lock
+from firedup.node.runtime import OciRuntime, runtime_for
+from firedup.ops.containers import sync_image_patches
 from firedup.ops.history import Action, HistoryRecord, Outcome, append_history
 from firedup.ops.repo import inventory_commit
 from firedup.patching.report import Mode, PatchReport, PatchStatus
@@ -31,6 +33,16 @@ def sync_patches_recorded(
     An apply looks first, without the lock: when nothing would change (already applied, not
     needed) or the inputs are bad, the node is left exactly as it was, lock file included.
     """
+    runtime = runtime_for(host, deployment)
+    if isinstance(runtime, OciRuntime):  # the derived image (docs/containers.md)
+        if mode is Mode.CHECK:
+            return sync_image_patches(
+                node, host, deployment, runtime, mode=mode, on_progress=on_progress
+            )
+        with node_lock(node, host, "sync-patches", force=force_unlock, on_progress=on_progress):
+            return sync_image_patches(
+                node, host, deployment, runtime, mode=mode, on_progress=on_progress
+            )
     if mode is not Mode.REVERT:
         looked = sync_patches(node, host, deployment, mode=Mode.CHECK, on_progress=on_progress)
         if mode is Mode.CHECK:

@@ -13,8 +13,9 @@ from firedup.config.secrets import MASK, mask
 from firedup.errors import RenderError
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, current_run, is_alive
 from firedup.node.base import Node
+from firedup.ops.containers import check_patches
 from firedup.ops.deploy import DeployPlan, for_release
-from firedup.patching import Mode, PatchReport, PatchStatus, sync_patches
+from firedup.patching import PatchReport, PatchStatus
 from firedup.patching.manifest import find_patches
 from firedup.preflight import PreflightReport, preflight
 
@@ -77,7 +78,7 @@ def make_plan(node: Node, plan: DeployPlan, *, restart: bool = False) -> PlanRep
     alive = current is not None and is_alive(node, current)
     patches = None
     if plan.deployment.patches:
-        patches = sync_patches(node, plan.host, plan.deployment, mode=Mode.CHECK)
+        patches = check_patches(node, plan.host, plan.deployment)
     report = preflight(
         node,
         plan.host,
@@ -123,6 +124,8 @@ def plan_text(report: PlanReport) -> str:
     for name, diff in report.diffs:
         parts += ["", f"--- diff of {name} ---", diff.rstrip("\n")]
     parts += ["", f"--- launch.sh ({plan.rundir}/launch.sh) ---", plan.script.text.rstrip("\n")]
+    if plan.script.inner:  # in a container: the engine's script, run inside it
+        parts += ["", f"--- engine.sh ({plan.rundir}/engine.sh) ---", plan.script.inner.rstrip()]
     parts += ["", "actions on the node:", *(f"  {i}. {a}" for i, a in enumerate(report.actions, 1))]
     if not report.preflight.ok:
         parts += ["", "deploy would stop at preflight: the failed checks above come first"]

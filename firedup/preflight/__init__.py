@@ -12,9 +12,12 @@ from firedup.errors import RenderError
 from firedup.launch.render import launch_env, render_launch
 from firedup.launch.runs import RunMeta
 from firedup.node.base import Node
+from firedup.node.runtime import OciRuntime, runtime_for
+from firedup.node.runtime.inside import helper_container, inside_host, staging_dir
 from firedup.patching import Mode, PatchReport, sync_patches
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.facts import NodeFacts, gather_facts
+from firedup.preflight.image import container_facts
 from firedup.preflight.model import Check, Outcome, PreflightReport
 
 __all__ = ["Check", "NodeFacts", "Outcome", "PreflightReport", "preflight"]
@@ -32,9 +35,17 @@ def preflight(
 ) -> PreflightReport:
     """Look at the node (read-only) and judge the launch. Raises nothing for a failed check:
     the report says; the caller decides (deploy refuses, plan prints)."""
-    facts = gather_facts(node, host, deployment)
-    if patches is None and deployment.patches:
-        patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
+    runtime = runtime_for(host, deployment)
+    image: tuple[Check, ...] = ()
+    if isinstance(runtime, OciRuntime):
+        facts, check = container_facts(node, host, deployment, runtime)
+        image = (check,)
+        if patches is None and deployment.patches and check.outcome is Outcome.PASS:
+            patches = image_patches(node, host, deployment, runtime)
+    else:
+        facts = gather_facts(node, host, deployment)
+        if patches is None and deployment.patches:
+            patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
     situation = Situation(
         facts=facts,
         deployment=deployment,
@@ -47,7 +58,9 @@ def preflight(
         **_rendered(host, deployment, placement, facts),
     )
     return PreflightReport(
-        host=host.name, checks=run_checks(situation), engine_version=facts.engine_version
+        host=host.name,
+        checks=(*image, *run_checks(situation)),
+        engine_version=facts.engine_version,
     )
 
 
@@ -68,4 +81,13 @@ def _rendered(
         )
     except RenderError as exc:
         return {"render_error": str(exc)}
-    return {"script": script.text}
+    return {"script": script.inner or script.text}  # in a container: the engine's script
+
+
+def image_patches(
+    node: Node, host: HostSpec, deployment: Deployment, runtime: OciRuntime
+) -> PatchReport:
+    """The patches checked inside a throwaway container of the deployment's image."""
+    with helper_container(node, runtime.cli(), runtime.image, staging_dir(host)) as inside:
+        host_inside = inside_host(host, runtime.python)
+        return sync_patches(inside, host_inside, deployment, mode=Mode.CHECK)

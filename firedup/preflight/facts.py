@@ -141,6 +141,12 @@ def parse_engine_args(raw: Any) -> EngineArgs | None:
 
 def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
     """`env K=V... PYTHON -c SNIPPET ARGS`: the node's python, with the launch's environment."""
+    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
+    return ["env", *env, host.python, *facts_tail(host, deployment)]
+
+
+def facts_tail(host: HostSpec, deployment: Deployment) -> list[str]:
+    """`-c SNIPPET ARGS`, for whichever python runs it (the node's, or the image's)."""
     models = [deployment.model, *([deployment.draft_model] if deployment.draft_model else [])]
     args = {
         "engine": deployment.engine.value,
@@ -148,8 +154,7 @@ def facts_argv(host: HostSpec, deployment: Deployment) -> list[str]:
         "port": deployment.port,
         "workdir": host.workdir,
     }
-    env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
-    return ["env", *env, host.python, "-c", _snippet(), json.dumps(args)]
+    return ["-c", _snippet(), json.dumps(args)]
 
 
 def parse_facts(data: dict[str, Any]) -> NodeFacts:
@@ -192,8 +197,11 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
     )
 
 
-def gather_facts(node: Node, host: HostSpec, deployment: Deployment) -> NodeFacts:
-    result = node.run(facts_argv(host, deployment), timeout_s=90, check=False)
+def gather_facts(
+    node: Node, host: HostSpec, deployment: Deployment, argv: list[str] | None = None
+) -> NodeFacts:
+    """The facts as the node's python sees them (or as `argv` does: the image's python)."""
+    result = node.run(argv or facts_argv(host, deployment), timeout_s=90, check=False)
     if not result.ok:
         raise RemoteCommandError(result, f"preflight with {host.python}")
     lines = [ln for ln in result.out.splitlines() if ln.startswith("{")]

@@ -1,0 +1,45 @@
+"""The launch script of a run in a container: the runtime's `run -d` around the engine's script.
+
+`launch.sh` (run on the node by container_start.sh) starts the container; `engine.sh` (today's
+template, with the image's python and the deployment's env) runs inside it. The image is the
+deployment's, or its patched derivative when it names patches (ops.containers).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import shlex
+
+from firedup.config.inventory import Deployment, HostSpec
+from firedup.node.runtime.base import ContainerLaunch, Mount
+from firedup.node.runtime.oci import OciRuntime
+
+
+def model_mounts(deployment: Deployment) -> tuple[Mount, ...]:
+    """Each model given as a directory on the node, read-only at the same path."""
+    models = [deployment.model, *([deployment.draft_model] if deployment.draft_model else [])]
+    seen = dict.fromkeys(posixpath.normpath(m) for m in models if posixpath.isabs(m))
+    return tuple(Mount(path, path) for path in seen)
+
+
+def container_launch(
+    runtime: OciRuntime,
+    host: HostSpec,
+    deployment: Deployment,
+    *,
+    run_id: str,
+    rundir: str,
+    image: str | None = None,
+) -> str:
+    """launch.sh of the run: the runtime's `run -d` of `image` (the deployment's patched
+    image, ops.containers.launch_image) or else of the inventory's image."""
+    launch = ContainerLaunch(run_id, host.workdir, rundir, model_mounts(deployment))
+    argv = runtime.launch_argv(launch, image)
+    text = (
+        "#!/usr/bin/env bash\n"
+        f"# Rendered by firedup: host {host.name}, deployment {deployment.name}, run {run_id}.\n"
+        f"# The {runtime.name} container of the run; engine.sh beside it runs inside.\n"
+        "set -euo pipefail\n"
+        f"exec {shlex.join(argv)}\n"
+    )
+    return text
