@@ -137,9 +137,14 @@ def test_restart_is_ready_with_a_new_run(day: Day) -> None:
 
 
 def _port_free(port: int) -> bool:
+    """A new server could listen on it: nothing listens there any more. SO_REUSEADDR as every
+    server sets it, so the stopped server's connections in TIME_WAIT do not count (found when
+    the smoke's connection outlived the server by its TIME_WAIT)."""
     with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", port))
+            s.listen()
         except OSError:
             return False
         return True
