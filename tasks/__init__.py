@@ -14,7 +14,19 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     from invoke import Collection
 
-    from . import containers, deploy, explain, history, lock, ops, patches, plan, restart, smoke
+    from . import (
+        containers,
+        deploy,
+        explain,
+        history,
+        lock,
+        ops,
+        patches,
+        plan,
+        restart,
+        smoke,
+        top,
+    )
 
     ns = Collection()
     for task in (
@@ -26,6 +38,7 @@ def __getattr__(name: str) -> Any:
         deploy.start,
         deploy.wait,
         ops.status,
+        top.top,
         ops.stop,
         ops.logs,
         patches.sync_patches,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from json import dumps
 
 from invoke.context import Context
@@ -11,7 +12,7 @@ from firedup.errors import DeployError
 from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
 from firedup.node.slot import slot_mates
 from firedup.ops.shutdown import StopOutcome, stop_host
-from firedup.ops.status import HostStatus, host_status
+from firedup.ops.status import HostStatus, RunState, host_status
 from firedup.ops.status_json import status_json
 from firedup.readiness.report import signals_text, table
 from firedup.readiness.timeline import from_spans, inline_text
@@ -42,7 +43,7 @@ def _row(name: str, result: HostStatus | DeployError) -> list[str]:
     if run is None or scan is None or result.signals is None:
         return [name, "-", "-", "-", "-", result.state.value, "-", ""]
     state = result.state.value
-    if scan.reason is not None:
+    if scan.reason is not None and result.state is RunState.FAILED:  # a stop is a stop
         state += f" ({scan.reason.value})"
     return [
         name,
@@ -84,6 +85,10 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         parts.append(f"up {result.uptime_s:.0f}s")
     if result.lock:
         parts.append(f"lock {result.lock.describe()}")
+    if result.watch:
+        parts.append(result.watch.text(time.time()))
+    if result.log_refused:
+        parts.append(f"log not read: {result.log_refused}")
     return "; ".join(parts)
 
 

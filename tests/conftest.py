@@ -329,6 +329,7 @@ def stop_runs(inventory: Path, selector: str | None = None) -> None:
     command itself is tested where it is the subject; cleanup needs no second CLI start)."""
     from firedup.config.inventory import load_inventory
     from firedup.errors import DeployError
+    from firedup.launch.keepalive import end_watch
     from firedup.launch.runs import current_run, stop_run
     from firedup.node.ssh import open_node
 
@@ -336,6 +337,7 @@ def stop_runs(inventory: Path, selector: str | None = None) -> None:
     for spec in inv.select(selector):
         node = open_node(spec)
         try:
+            end_watch(node, spec)  # a watch would bring the stopped run back
             run = current_run(node, spec)
             if run is not None:
                 stop_run(node, run, grace_s=2)

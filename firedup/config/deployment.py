@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from firedup.config.container import RuntimeName
+from firedup.config.keep import Notify, Restart, Watch
 from firedup.config.router import RouterSpec
 from firedup.engine import Engine
 from firedup.logscan.model import Phase
@@ -149,7 +150,7 @@ class Deployment(FrozenModel):
     env: dict[str, str] = Field(default_factory=dict)
     secrets: dict[str, SecretSource] = Field(default_factory=dict)
     ready_timeout_s: float = Field(default=1800.0, gt=0)
-    # Ready means it can serve: one real generation before READY (firedup.ops.serving).
+    # Ready means it can serve: one real generation before READY (firedup.ops.ready_request).
     ready_request: bool = False
     patches: list[str] = Field(default_factory=list)
     phase_budgets_s: dict[str, float] = Field(default_factory=dict)
@@ -161,6 +162,10 @@ class Deployment(FrozenModel):
     runtime: RuntimeName | None = None  # overrides the host's (docs/containers.md)
     image: str | None = None
     router: RouterSpec | None = None  # docs/router.md
+    # After ready (firedup.config.keep, docs/operations.md): any of them starts the watch.
+    restart: Restart | None = None
+    notify: Notify | None = None
+    watch: Watch | None = None
 
     @field_validator("phase_budgets_s")
     @classmethod
@@ -211,6 +216,8 @@ class Deployment(FrozenModel):
         if self.cuda_graph_max_bs is not None and self.engine is Engine.VLLM:
             raise ValueError("cuda_graph_max_bs is an SGLang knob; for vLLM pass it in args")
         self._check_ignored_knobs()
+        if self.nodes and (self.restart or self.watch):
+            raise ValueError("restart/watch: a multi-node deployment is not watched yet")
         return self
 
     def _check_ignored_knobs(self) -> None:
@@ -229,6 +236,11 @@ class Deployment(FrozenModel):
             raise ValueError(
                 "speculative.draft_tp: SGLang runs the draft with the target's tp; remove it"
             )
+
+    @property
+    def watched(self) -> bool:
+        """Whether a deploy leaves the node-side watch running next to the server."""
+        return bool(self.restart or self.notify or self.watch) and not self.nodes
 
     @property
     def nnodes(self) -> int:

@@ -25,6 +25,7 @@ from pydantic import (
 from firedup.config.container import ContainerOptions, RuntimeName, check_image, effective_runtime
 from firedup.config.deployment import ArgValue, Deployment, Engine, FrozenModel, env_map
 from firedup.config.discover import find_inventory, trust_named
+from firedup.config.keep import Notify, check_watchable
 from firedup.errors import InventoryError
 
 NAME_RE = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
@@ -72,6 +73,7 @@ class HostSpec(FrozenModel):
     runtime: RuntimeName | None = None  # python (default), podman, docker: docs/containers.md
     image: str | None = None
     container: ContainerOptions = Field(default_factory=ContainerOptions)
+    notify: Notify | None = None  # the default for its deployment's (docs/operations.md)
 
     @field_validator("env", mode="before")
     @classmethod
@@ -102,6 +104,22 @@ class Inventory(FrozenModel):
     hosts: dict[str, HostSpec]
     deployments: dict[str, Deployment]
     groups: dict[str, list[str]] = Field(default_factory=dict)
+    notify: Notify | None = None  # the default of every host without its own
+
+    @model_validator(mode="before")
+    @classmethod
+    def _notify_default(cls, data: Any) -> Any:
+        """The inventory's `notify` is each host's that has none."""
+        if not isinstance(data, Mapping) or not data.get("notify"):
+            return data
+        hosts = data.get("hosts")
+        if not isinstance(hosts, Mapping):
+            return data
+        given = {
+            n: {"notify": data["notify"], **h} if isinstance(h, Mapping) else h
+            for n, h in hosts.items()
+        }
+        return {**data, "hosts": given}
 
     @model_validator(mode="after")
     def _cross_references(self) -> Inventory:
@@ -117,6 +135,7 @@ class Inventory(FrozenModel):
             dep = self.deployments[host.deployment]
             runtime = effective_runtime(host.runtime, dep.runtime)
             check_image(f"hosts.{host.name}", runtime, dep.image or host.image)
+            check_watchable(f"hosts.{host.name}", runtime, dep.watched)
         for deployment in self.deployments.values():
             _check_nodes(deployment, self.hosts)
         for group, members in self.groups.items():

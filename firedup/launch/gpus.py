@@ -11,6 +11,7 @@ from firedup.launch.render import launch_env
 from firedup.node.base import Node
 
 QUERY_GPUS = "--query-gpu=index,name,memory.used,memory.total"
+QUERY_GPUS_UTIL = "--query-gpu=index,name,memory.used,memory.total,utilization.gpu"
 QUERY_APPS = "--query-compute-apps=pid,process_name,used_memory"
 CSV = "--format=csv,noheader,nounits"
 
@@ -21,6 +22,7 @@ class GpuMemory:
     name: str
     used_mib: float
     total_mib: float
+    util_pct: float | None = None  # when asked (status, top): nvidia-smi's utilization.gpu
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -28,6 +30,7 @@ class GpuMemory:
             "name": self.name,
             "used_mib": self.used_mib,
             "total_mib": self.total_mib,
+            "util_pct": self.util_pct,
         }
 
 
@@ -43,11 +46,20 @@ def _rows(text: str, width: int) -> list[list[str]]:
     return [r for r in rows if len(r) >= width]
 
 
+def _number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
 def parse_gpus(text: str) -> tuple[GpuMemory, ...]:
     out = []
     for r in _rows(text, 4):
         try:
-            out.append(GpuMemory(int(r[0]), r[1], float(r[2]), float(r[3])))
+            util = float(r[4]) if len(r) > 4 and _number(r[4]) else None
+            out.append(GpuMemory(int(r[0]), r[1], float(r[2]), float(r[3]), util))
         except ValueError:
             continue
     return tuple(out)
@@ -63,7 +75,7 @@ def parse_apps(text: str) -> tuple[GpuApp, ...]:
     return tuple(out)
 
 
-def _smi(host: HostSpec, deployment: Deployment, query: str) -> list[str]:
+def smi_argv(host: HostSpec, deployment: Deployment, query: str = QUERY_GPUS_UTIL) -> list[str]:
     # The server's environment: its PATH is where the node's nvidia-smi is.
     env = [f"{k}={v}" for k, v in launch_env(host, deployment).items()]
     return ["env", *env, "nvidia-smi", query, CSV]
@@ -71,10 +83,10 @@ def _smi(host: HostSpec, deployment: Deployment, query: str) -> list[str]:
 
 def gpu_memory(node: Node, host: HostSpec, deployment: Deployment) -> tuple[GpuMemory, ...] | None:
     """Per-GPU memory, or None when the node has no working nvidia-smi."""
-    result = node.run(_smi(host, deployment, QUERY_GPUS), check=False, timeout_s=30)
+    result = node.run(smi_argv(host, deployment, QUERY_GPUS), check=False, timeout_s=30)
     return parse_gpus(result.out) if result.ok else None
 
 
 def gpu_apps(node: Node, host: HostSpec, deployment: Deployment) -> tuple[GpuApp, ...] | None:
-    result = node.run(_smi(host, deployment, QUERY_APPS), check=False, timeout_s=30)
+    result = node.run(smi_argv(host, deployment, QUERY_APPS), check=False, timeout_s=30)
     return parse_apps(result.out) if result.ok else None

@@ -20,6 +20,7 @@ from firedup.config.inventory import Deployment, HostSpec
 from firedup.config.secrets import SECRETS_FILE, secrets_env_text
 from firedup.engine import Engine
 from firedup.errors import RemoteCommandError, SlotTakenError, StartError, TransientConnectError
+from firedup.launch.keepalive import end_watch
 from firedup.launch.render import LaunchScript
 from firedup.node.base import Node, operator, parse_fields, run_script, script_argv
 from firedup.node.probe import probe_run
@@ -128,7 +129,9 @@ def start_run(
     on_progress: Callable[[str], None] = lambda _msg: None,
 ) -> RunMeta:
     """Upload the launch script (and the 0600 secrets file) into a fresh run directory and
-    start it detached."""
+    start it detached. The slot's watch ends first: it must not restart what this replaces."""
+    if end_watch(node, host) == "ended":
+        on_progress("ended the slot's watch")
     runtime = runtime_for(host, deployment)
     previous = current_run(node, host)
     running = previous is not None and is_alive(node, previous)

@@ -25,15 +25,16 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
+from firedup.logscan.context import quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
+from firedup.logscan.harmless import is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
 from firedup.logscan.normalize import Line
 from firedup.logscan.signatures import (
     EXCEPTION_LINE,
     Match,
-    is_harmless,
-    is_routine,
     match_signature,
+    signature_starts,
 )
 
 CANDIDATE_LINES = 30  # how far back a warning's named cause explains a generic failure
@@ -55,10 +56,13 @@ class FailureRules:
     _candidate: tuple[Reason, int] | None
     _borrowed: bool
     _wrapped_tail: str
+    _stopping: bool
 
     def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
         """Decide whether the line fails the run; True when it set or sharpened the failure."""
         message = line.message
+        if self._stopping:
+            return False  # the server was told to stop: what dies now dies of the stop
         exception = kind is LineKind.EXCEPTION
         if not exception and is_routine(message):
             if self._wrapped_tail:
@@ -67,16 +71,19 @@ class FailureRules:
         if kind is LineKind.IGNORED_EXCEPTION:
             self._warn(line, now, out)
             return False
-        match = self._signature(message)
+        match, joined = self._signature(message)
         if match is None and not exception:
             return False  # frames only hint at a cause: see evidence.Tracebacks
         if not exception and is_harmless(message):
             self._warn(line, now, out)
             return False
+        ready = self._verdict is Verdict.READY
+        if match is not None and ready and kind is LineKind.PLAIN and self._echoed(message):
+            return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
-        if match is not None and match.strong:
+        if match is not None and match.strong and not (match.report and ready):
             return self._fail(reason, line, now, out, exception=exception)
-        bare = not exception and kind is LineKind.PLAIN and EXCEPTION_LINE.match(message)
+        bare = not exception and kind is LineKind.PLAIN and EXCEPTION_LINE.match(joined)
         if exception or bare or line.level == "ERROR":
             if self._verdict is Verdict.READY:
                 self._warn(line, now, out)  # one request's error, the server lives on
@@ -89,14 +96,26 @@ class FailureRules:
         self._warn(line, now, out)
         return False
 
-    def _signature(self, message: str) -> Match | None:
+    def _signature(self, message: str) -> tuple[Match | None, str]:
+        """The reason the line names, read joined with the line before when it continues a
+        hard-wrapped message (cut mid-word, or at a space the paste lost); and the text read."""
         match = match_signature(message)
         tail, self._wrapped_tail = self._wrapped_tail, ""
+        joined = message
         if match is None and tail and message[:1].islower():
-            match = match_signature(tail + message[:_JOIN_CHARS])
+            for glue in ("", " "):
+                match = match_signature(tail + glue + message[:_JOIN_CHARS])
+                if match is not None:
+                    joined = tail + glue + message
+                    break
         if match is None and len(message) >= _JOIN_MIN_CHARS:
             self._wrapped_tail = message[-_JOIN_CHARS:]
-        return match
+        return match, joined
+
+    @staticmethod
+    def _echoed(message: str) -> bool:
+        starts = signature_starts(message)
+        return bool(starts) and all(quoted(message, start) for start in starts)
 
     def _finish_failures(self, out: list[Event]) -> None:
         """At end of file: a traceback the log ends in is the last thing a process printed."""

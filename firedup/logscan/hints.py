@@ -6,10 +6,10 @@ from firedup.logscan.model import Reason
 
 R = Reason
 HINTS: dict[Reason, str] = {
-    R.OOM: "GPU memory ran out: lower --mem-fraction-static (vLLM: --gpu-memory-utilization), "
+    R.OOM: "Memory ran out: lower --mem-fraction-static (vLLM: --gpu-memory-utilization), "
     "lower cuda_graph_max_bs (rendered as the installed release spells it) or the context "
-    "length, and check that no leftover process "
-    "holds GPU memory (nvidia-smi).",
+    "length, and check that no leftover process holds GPU memory (nvidia-smi). vLLM on a CPU: "
+    "lower VLLM_CPU_KVCACHE_SPACE (the KV cache's GiB) below the node's free memory.",
     R.CONTEXT_LENGTH: "The requested context is longer than the model's (or the EAGLE draft's) "
     "config allows, or than the KV cache can hold: set SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1 "
     "in the launch environment (vLLM: VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), or lower "
@@ -22,8 +22,9 @@ HINTS: dict[Reason, str] = {
     "multi-node: check --dist-init-addr and NCCL_SOCKET_IFNAME.",
     R.PORT_IN_USE: "The port is already taken, often by an earlier server still running: stop "
     "it (fab stop) or choose another --port; `ss -tlnp` shows the holder.",
-    R.MODEL_NOT_FOUND: "The model could not be found or opened: check that --model-path (and "
-    "the draft model path) exists on the node with config.json and weights, or that HF_TOKEN "
+    R.MODEL_NOT_FOUND: "The model could not be found or read: check that --model-path (and "
+    "the draft model path) exists on the node with config.json and complete weight files "
+    "(a truncated download reads 'incomplete metadata': fetch it again), or that HF_TOKEN "
     "grants access to a gated repo.",
     R.CUDA_GRAPH_CAPTURE: "CUDA graph capture failed: lower --mem-fraction-static, lower the "
     "deployment's cuda_graph_max_bs (--cuda-graph-max-bs-decode from SGLang 0.5.14, "
@@ -48,10 +49,11 @@ HINTS: dict[Reason, str] = {
     "build compiled for its compute capability (e.g. cu128 wheels for Blackwell) or build from "
     "source with TORCH_CUDA_ARCH_LIST set.",
     R.UNSUPPORTED_GPU: "The GPU lacks a feature the configuration needs (bfloat16 needs compute "
-    "capability 8.0): pass --dtype half (float16), or use a newer GPU.",
-    R.UNSUPPORTED_MODEL: "This engine version does not know the model's architecture: upgrade "
-    "the engine, check config.json's architectures, or pass --trust-remote-code if the model "
-    "ships its own code.",
+    "capability 8.0, Triton's compiler behind torch.compile 7.0): pass --dtype half (float16), "
+    "skip the compilation (vLLM: --enforce-eager), or use a newer GPU.",
+    R.UNSUPPORTED_MODEL: "This engine version does not know the model's architecture or "
+    "model_type: upgrade the engine (and transformers), check config.json's architectures and "
+    "model_type, or pass --trust-remote-code if the model ships its own code.",
     R.FATAL_PYTHON_ERROR: "The interpreter died in native code (segfault or abort in an extension "
     "module): read the frames above the extension module list; mismatched torch/CUDA/engine "
     "builds and NCCL or driver faults are the usual causes.",

@@ -24,7 +24,8 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import NamedTuple, Optional, Tuple  # noqa: UP035 - RawStamp is built at runtime on 3.8
 
-from firedup.logscan.signatures import EXCEPTION_LINE, is_routine
+from firedup.logscan.harmless import is_routine
+from firedup.logscan.signatures import EXCEPTION_LINE
 
 # (year, month, day, hour, minute, second, microsecond); None where the log omits it.
 RawStamp = Tuple[Optional[int], Optional[int], Optional[int], int, int, int, int]  # noqa: UP006, UP045
@@ -37,12 +38,14 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _WRAPPER = re.compile(
     r"(?P<k9s>[│┃║]\s?)"
     r"|(?P<kube>\[pod/[^\]]*\]\s)"
-    r"|(?:(?P<jmon>[A-Z][a-z]{2}) +(?P<jday>\d{1,2}) (?P<jtime>\d\d:\d\d:\d\d)"
+    r"|(?:(?P<jmon>[^\W\d_]{3,4}\.?) +(?P<jday>\d{1,2}) (?P<jtime>\d\d:\d\d:\d\d)"
     r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)[+-]\d{4}) \S+ [\w.@/:-]+(?:\[\d+\])?: "
     r"|(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]\d\d:?\d\d)? "
+    r"(?:std(?:out|err) [FP] )?"  # the kubelet's CRI log files: stream and partial-line tag
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
+_TRACE = ("Traceback (most recent call last)", '  File "', 'File "')
 _ENGINE_STARTS = ("[", "(", " ")
 _LEVEL_STARTS = ("I", "W", "E", "D", "C", "T")
 
@@ -114,6 +117,15 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
     return Line(text, message, stamp or own_stamp, ranks, level)
 
 
+def engine_says(text: str) -> bool:
+    """Whether the text is plainly the engine's own: a record, a traceback line, an exception."""
+    return (
+        _engine_prefix(text)[0] is not text
+        or EXCEPTION_LINE.match(text) is not None
+        or text.startswith(_TRACE)
+    )
+
+
 def _embedded(text: str) -> str | None:
     """The line from an engine record found past its start, or None."""
     if _RECORD_HINT.search(text, 1) is None or EXCEPTION_LINE.match(text):
@@ -148,8 +160,8 @@ def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
     if match.group("jiso"):
         return _iso_stamp(match.group("jiso"))
     if match.group("jmon"):
-        month = _MONTHS.get(match.group("jmon"))
-        if month is None:
+        month = _MONTHS.get(match.group("jmon")[:3].capitalize())
+        if month is None:  # a locale's month name (`авг`): the engine's own stamp tells
             return None
         return (None, month, int(match.group("jday")), *_hms(match.group("jtime")), 0)
     return None
@@ -159,12 +171,13 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     stamp: RawStamp | None = None
     ranks = level = ""
     head = text[:1]
-    if head == "(":
+    while head == "(":  # process tags nest: `(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) `
         match = _VLLM_PROC.match(text)
-        if match:
-            ranks = match.group("proc").strip() or "pid"
-            text = text[match.end() :]
-            head = text[:1]
+        if match is None:
+            break
+        ranks = match.group("proc").strip() or ranks or "pid"  # the innermost names the rank
+        text = text[match.end() :]
+        head = text[:1]
     if head == "[":
         match = _SGLANG.match(text)
         if match:

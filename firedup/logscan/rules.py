@@ -36,8 +36,13 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Load weight end", Phase.LOADING_WEIGHTS, per_rank=True),
     Marker("KV Cache is allocated", Phase.KV_CACHE, per_rank=True),
     Marker("Memory pool end", Phase.KV_CACHE, per_rank=True),
-    Marker("raph begin", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?cuda graph begin")),
-    Marker("raph begin", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?cuda graph begin")),
+    # Any device (`cuda`, `npu`, `cpu`), any capture (piecewise too); a cut log may keep
+    # only the end line.
+    Marker("raph begin", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?graph begin")),
+    Marker("raph begin", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?graph begin")),
+    Marker("raph end", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?graph end")),
+    Marker("raph end", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?graph end")),
+    Marker("Capture cuda graph num tokens", Phase.CUDA_GRAPH),
     Marker("Uvicorn running on", Phase.READY, engine=Engine.VLLM),  # old vLLM, after startup
     Marker("Uvicorn running on", Phase.HTTP_UP),
     Marker("Started server process", Phase.HTTP_UP),
@@ -45,6 +50,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Application startup complete", Phase.HTTP_UP),
     Marker("model_info HTTP/1.", Phase.WARMUP, _re(r'"GET /(?:get_)?model_info HTTP/1\.\d" 200')),
     Marker("Prefill batch", Phase.WARMUP, engine=Engine.SGLANG, after=Phase.HTTP_UP),
+    # Any request answered: the HTTP side is up, whatever the request proves about the engine.
+    Marker(" HTTP/1.", Phase.HTTP_UP, _re(r'"(?:GET|POST|HEAD) /\S* HTTP/1\.\d" \d{3}')),
     Marker("The server is fired up and ready to roll", Phase.READY),
     # vLLM (engines.md §8). torch.compile runs inside the memory profiling that sizes the KV
     # cache, so its lines count as kv_cache; vLLM loads its drafter inside loading_weights.
@@ -57,12 +64,27 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Loading model weights took", Phase.LOADING_WEIGHTS),
     Marker("Loading weights took", Phase.LOADING_WEIGHTS),
     Marker("Model loading took", Phase.LOADING_WEIGHTS),
+    Marker("Unable to collect loaded parameters", Phase.LOADING_WEIGHTS),
+    # vLLM's "init engine (profile, create kv cache, warmup model)" step is one phase here,
+    # kv_cache, but for the CUDA graph capture, which has its own: the profiling run that
+    # sizes the cache (torch.compile runs inside it: on GPUs, and the CPU backend's "Warming
+    # up model for the compilation"), then the cache itself on any device (GPU, CPU, XPU).
     Marker("Dynamo bytecode transform time", Phase.KV_CACHE),
-    Marker("torch.compile takes", Phase.KV_CACHE),
+    Marker("torch.compile take", Phase.KV_CACHE),  # "takes" up to ~0.11, "took" since
+    Marker("torch.compile took", Phase.KV_CACHE),
     Marker("Memory profiling takes", Phase.KV_CACHE),
+    Marker("profiling", Phase.KV_CACHE, _re(r"[Pp]rofiling/warmup run took|^Profiling CUDA graph")),
     Marker("Available KV cache memory", Phase.KV_CACHE),
-    Marker("GPU KV cache size", Phase.KV_CACHE),
+    Marker("KV cache size", Phase.KV_CACHE, _re(r"^[A-Z]+ KV cache size: [\d,]+ tokens")),
+    Marker("GiB for KV cache", Phase.KV_CACHE),  # the CPU worker's VLLM_CPU_KVCACHE_SPACE
     Marker("# GPU blocks:", Phase.KV_CACHE),
+    Marker("# cuda blocks:", Phase.KV_CACHE),
+    Marker("KV cache layout", Phase.KV_CACHE, after=Phase.LOADING_WEIGHTS),
+    Marker("Warming up model", Phase.KV_CACHE, engine=Engine.VLLM),
+    # The step's end, and the API server asking the engine what it serves: the engine got
+    # past its KV cache at least (a log cut before the earlier lines still shows where it is).
+    Marker("init engine (", Phase.KV_CACHE, _re(r"^init engine \(.*\) took [\d.]+")),
+    Marker("upported", Phase.KV_CACHE, _re(r"^Supported[_ ]tasks: \["), engine=Engine.VLLM),
     Marker("Capturing cudagraphs", Phase.CUDA_GRAPH),
     Marker("Capturing the model for CUDA graphs", Phase.CUDA_GRAPH),
     Marker("Graph capturing finished", Phase.CUDA_GRAPH),
@@ -71,13 +93,16 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Route: /", Phase.HTTP_UP, _re(r"^Route: /\S*, Methods:")),
 )
 
+# Lines whose phase depends on the engine: read again once a later line tells the engine.
+ENGINE_DEPENDENT = frozenset(m.needle for m in MARKERS if m.engine is not None)
+
 # Bars name the phase they belong to when the phase lines are missing (--log-level warning).
 BAR_PHASES: tuple[tuple[str, Phase], ...] = (
     ("Loading safetensors checkpoint shards", Phase.LOADING_WEIGHTS),
     ("Loading pt checkpoint shards", Phase.LOADING_WEIGHTS),
     ("Multi-thread loading shards", Phase.LOADING_WEIGHTS),
     ("Capturing batches", Phase.CUDA_GRAPH),
-    ("Capturing CUDA graphs", Phase.CUDA_GRAPH),
+    ("Capturing CUDA graph", Phase.CUDA_GRAPH),  # "graphs" and the older "graph shapes"
 )
 
 BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)
@@ -135,6 +160,19 @@ def parse_bar(message: str) -> tuple[Progress, int, bool] | None:
     rate, eta = bar_times(match.group("times"))
     progress = Progress(label, done, total, rate, eta)
     return progress, match.end(), match.group("close") is not None
+
+
+_CUT_BAR = re.compile(r"(?P<label>[A-Z][\w ().,-]*?):\s*\d{1,3}%\|")
+
+
+def cut_bar_phase(message: str) -> Phase | None:
+    """The phase a bar names when only its label and percentage survived (a pasted log whose
+    redraws were flattened or cut before `done/total`)."""
+    for match in _CUT_BAR.finditer(message):
+        phase = bar_phase(match.group("label"))
+        if phase is not None:
+            return phase
+    return None
 
 
 def bar_times(times: str) -> tuple[str, str]:

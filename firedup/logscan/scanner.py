@@ -18,8 +18,10 @@ from dataclasses import replace
 from datetime import datetime
 
 from firedup.engine import Engine
+from firedup.logscan.context import is_stop, quoted
 from firedup.logscan.evidence import Excerpt, Tracebacks
 from firedup.logscan.failures import FailureRules
+from firedup.logscan.harmless import SERVING, is_routine
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
@@ -36,20 +38,22 @@ from firedup.logscan.normalize import (
     Clock,
     Line,
     clean,
+    engine_says,
     parse_line,
     split_records,
 )
 from firedup.logscan.rules import (
     BAR_LABELS,
+    ENGINE_DEPENDENT,
     LAUNCH_BANNERS,
     MARKERS,
     Marker,
     bar_phase,
+    cut_bar_phase,
     detect_engine,
     parse_bar,
 )
 from firedup.logscan.segments import Segmenter
-from firedup.logscan.signatures import SERVING, is_routine
 from firedup.logscan.wrappers import Wrappers
 
 MAX_LAST_LINE_CHARS = 400
@@ -67,7 +71,7 @@ class LogScanner(FailureRules):
         self._bytes = 0
         self._last_line = ""
         self._snapshot: ScanState | None = None
-        self._wrappers = Wrappers()
+        self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._new_launch(None)
 
@@ -86,6 +90,8 @@ class LogScanner(FailureRules):
         self._candidate: tuple[Reason, int] | None = None
         self._borrowed = False
         self._wrapped_tail = ""
+        self._stopping = False  # the server was told to stop (context.is_stop)
+        self._undecided: Line | None = None  # an engine-dependent line read before the engine
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Events completed by this chunk; a line still being written waits for its end."""
@@ -137,6 +143,8 @@ class LogScanner(FailureRules):
             self._spans[0] = PhaseSpan(Phase.LAUNCHING, now, None)
         bar = parse_bar(line.message)
         if bar is None:
+            if "%|" in line.message and self._verdict is Verdict.STARTING:
+                self._cut_bar(line.message, now, events)
             self._line(line, now, events)
         else:  # another bar, or one behind a prefix (docker stamps a bar's first redraw)
             self._bar_segment(bar, line.message, now, events)
@@ -154,15 +162,24 @@ class LogScanner(FailureRules):
         self._last_line = text[:MAX_LAST_LINE_CHARS]
         if self._verdict is not Verdict.STARTING:
             return
-        floor = bar_phase(progress.label)
-        if floor is Phase.CUDA_GRAPH and self._phase.order >= Phase.DRAFT_LOADING.order:
-            floor = Phase.DRAFT_CUDA_GRAPH
-        if floor is not None and floor.order > self._phase.order:
+        floor = self._draft_floor(bar_phase(progress.label))
+        if floor is not None:
             self._advance(floor, text, now, out)
         if progress != self._progress:
             self._progress = progress
             self._spans[-1] = replace(self._spans[-1], progress=progress)
             out.append(Event(EventKind.PROGRESS, self._phase, text, progress, now))
+
+    def _cut_bar(self, message: str, now: datetime | None, out: list[Event]) -> None:
+        floor = self._draft_floor(cut_bar_phase(message))
+        if floor is not None:
+            self._advance(floor, message, now, out)
+
+    def _draft_floor(self, floor: Phase | None) -> Phase | None:
+        """A capture bar after the draft loaded is the draft's capture."""
+        if floor is Phase.CUDA_GRAPH and self._phase.order >= Phase.DRAFT_LOADING.order:
+            return Phase.DRAFT_CUDA_GRAPH
+        return floor
 
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
@@ -174,6 +191,10 @@ class LogScanner(FailureRules):
             self._story = True
         if self._detect and self.engine is None:
             self.engine = detect_engine(line.message, line.ranks)
+            if self.engine is not None and self._undecided is not None:
+                undecided, self._undecided = self._undecided, None
+                if self._verdict is Verdict.STARTING:
+                    self._phase_marker(undecided, now, out)  # what it meant for this engine
         if (
             self._verdict is Verdict.STARTING
             and self._serving_counts()
@@ -190,6 +211,8 @@ class LogScanner(FailureRules):
                 self._phase_marker(line, now, out)
             self._excerpt.note(line.text, just_set=False)
             return
+        if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
+            self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
         kind = self._tracebacks.see(line.text, line.message)
         fatal = self._judge(line, kind, now, out)
         if self._verdict is Verdict.STARTING:
@@ -213,6 +236,10 @@ class LogScanner(FailureRules):
         message = line.message
         for marker in MARKERS:
             if marker.needle in message and self._applies(marker, message):
+                if "HTTP/" not in message and quoted(message, message.find(marker.needle)):
+                    continue  # an echoed argument (a served model name), not the engine's line
+                if self.engine is None and marker.needle in ENGINE_DEPENDENT:
+                    self._undecided = line
                 phase = self._draft_aware(marker, line.ranks)
                 self._advance(phase, line.text, now, out)
                 return

@@ -24,11 +24,18 @@ class Signature:
     pattern: re.Pattern[str]
     reason: Reason
     strong: bool
+    report: bool = False  # another process's report that the engine died, not the engine's own
 
 
 def S(reason: Reason, needle: str, pattern: str) -> Signature:
     """A strong row: fatal wherever it appears."""
     return Signature(needle, re.compile(pattern, re.IGNORECASE), reason, True)
+
+
+def Report(reason: Reason, needle: str, pattern: str) -> Signature:
+    """A strong row that only reports a death: fatal while starting; after ready the engine's
+    own lines carry any cause, and a stop makes the API server print it too."""
+    return Signature(needle, re.compile(pattern, re.IGNORECASE), reason, True, report=True)
 
 
 def W(reason: Reason, needle: str, pattern: str) -> Signature:
@@ -59,6 +66,8 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.OOM, "memory", r"not enough memory\. please try to increase --mem-fraction-static"),
     S(R.OOM, "memory", r"no available memory for the cache blocks"),
     S(R.OOM, "memory", r"free memory on device .* is less than desired gpu memory utilization"),
+    # vLLM's CPU backend: the KV cache asked for (VLLM_CPU_KVCACHE_SPACE) does not fit.
+    W(R.OOM, "kv cache allocation", r"available memory on node \d+ .*kv cache allocation is less"),
     W(R.OOM, "out of memory", r"(?:cuda|hip)(?: error:)? out of memory|outofmemoryerror"),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
     S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
@@ -108,6 +117,12 @@ SIGNATURES: tuple[Signature, ...] = (
     ),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
+    # The model is there but cannot be read: a truncated or corrupt checkpoint.
+    W(
+        R.MODEL_NOT_FOUND,
+        "safetensor",
+        r"safetensorerror|safetensors_rust\.\w*error|error while deserializing header",
+    ),
     W(
         R.UNSUPPORTED_MODEL,
         "not supported",
@@ -115,13 +130,27 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|architecture \S+ not supported",
     ),
     W(
+        R.UNSUPPORTED_MODEL,
+        "does not recognize this architecture",
+        r"has model type `[^`]+` but transformers does not recognize this architecture",
+    ),
+    W(
         R.UNSUPPORTED_GPU,
         "compute capability",
         r"bfloat16 is only supported on gpus with compute capability"
         r"|gpus with compute capability below [\d.]+ are not supported",
     ),
+    W(R.UNSUPPORTED_GPU, "too old to be supported", r"too old to be supported by the triton gpu"),
     # Argument errors: argparse prints its usage, then `prog: error: ...`, and exits.
     S(R.BAD_ARGS, "usage:", r"^usage: \S+ .*\[-h\]"),
+    # A usage dump whose first and last lines were cut: a line of bracketed options alone.
+    # Lines of bracketed options alone: two or more, or one indented as usage continues.
+    S(
+        R.BAD_ARGS,
+        "[-",
+        r"^(?:\s{2,}(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*)+"
+        r"|\s*(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*){2,})$",
+    ),
     S(
         R.BAD_ARGS,
         ": error: ",
@@ -161,11 +190,15 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.CRASH, "hit an exception", r"hit an exception"),
     S(R.CRASH, "exception in worker", r"exception in worker \S+ while processing"),
     S(R.CRASH, "fatal error", r"enginecore encountered a fatal error"),
-    S(R.CRASH, "encountered an issue", r"enginecore encountered an issue"),
+    Report(R.CRASH, "encountered an issue", r"enginecore encountered an issue"),
+    Report(R.CRASH, "output_handler failed", r"output_handler failed"),
     # A process or thread announcing the traceback it dies of ("Process EngineCore_0:").
     S(R.CRASH, "process ", r"^process [\w-]+:$"),
     S(R.CRASH, "exception in ", r"^exception in \w+:$"),
     S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
+    # A launcher or Ray saying the server (or the actor running it) is gone.
+    S(R.CRASH, "failed to start", r"failed to start (?:the )?model server"),
+    S(R.CRASH, "actor is dead", r"the actor is dead because its worker process has died"),
     S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
     S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),
     S(R.CRASH, "segmentation fault", r"segmentation fault"),
@@ -181,34 +214,6 @@ SIGNATURES: tuple[Signature, ...] = (
     W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
 )
 
-# Scary-looking lines that are part of healthy startups (issue 4 §3). They are checked first
-# and can never fail a run, whatever else they contain.
-HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
-    (needle, re.compile(pattern, re.IGNORECASE))
-    for needle, pattern in (
-        ("custom allreduce", r"setup custom allreduce failed"),
-        ("ignore import error", r"ignore import error"),
-        ("warning", r"(?:deprecation|future|user|runtime|resource)warning:"),
-        ("deprecated", r"\bdeprecated\b"),
-        ("nccl info", r"\bnccl info\b"),
-        ("nccl warn", r"\bnccl warn\b"),
-        ("resource_tracker", r"resource_tracker"),
-        ("[w", r"^\[w(?:\d{4} [\d:.]+)?[^\]]*\]"),  # glog warnings from torch c10d
-        ("exception ignored in", r"^exception ignored in"),
-    )
-)
-
-# The bulk of a long log: serving traffic and NCCL chatter. Never a failure signature, so the
-# signature table (the costly part of reading a line) is skipped for them.
-ROUTINE = (
-    "Decode batch",
-    "Prefill batch",
-    "127.0.0.1:",
-    'GET /health HTTP/1.1"',
-    "Avg prompt throughput",
-    "Engine 000: Avg prompt throughput",
-)
-
 # A traceback's frame line. Users often paste a traceback without its header: frames (and the
 # exception line after them) are evidence on their own.
 # A frame hard-wrapped right after its path still counts.
@@ -222,22 +227,12 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
         ("ninja", r"_run_ninja_build|\brun_ninja\b", R.JIT_BUILD),
         ("build_and_load", r"build_and_load\(", R.JIT_BUILD),
         ("nccl", r"pynccl|nccl_check|ncclcomminitrank|processgroupnccl", R.NCCL),
+        # Cut inside torch.distributed itself (a collective, a process group's set-up or tear-down).
+        ("distributed_c10d", r"distributed_c10d\.py", R.NCCL),
         ("cuda_graph_runner", r"cuda_graph_runner\.py", R.CUDA_GRAPH_CAPTURE),
         ("supports_dtype", r"_check_if_gpu_supports_dtype", R.UNSUPPORTED_GPU),
     )
 )
-
-# A server answering requests: a log that starts here shows a server that was ready.
-SERVING = re.compile(
-    r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /\S* HTTP/[\d.]+" [234]\d\d'
-    r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
-)
-
-
-def is_routine(message: str) -> bool:
-    """Serving traffic and NCCL chatter: never a failure, so never matched against the table."""
-    return message.startswith(ROUTINE) or ' HTTP/1.1" ' in message or "NCCL INFO " in message
-
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 EXCEPTION_IGNORED = "Exception ignored in"
@@ -251,18 +246,32 @@ EXCEPTION_LINE = re.compile(
 class Match:
     reason: Reason
     strong: bool
+    report: bool = False  # strong only through report rows
 
 
 def match_signature(message: str) -> Match | None:
     """The reason a line names, if any, and whether it is fatal by itself."""
     lower = message.lower()
     found: Reason | None = None
-    strong = False
+    strong = own = False
     for sig in SIGNATURES:
         if sig.needle in lower and sig.pattern.search(message):
             found = found or sig.reason
             strong = strong or sig.strong
-    return Match(found, strong) if found is not None else None
+            own = own or (sig.strong and not sig.report)
+    return Match(found, strong, strong and not own) if found is not None else None
+
+
+def signature_starts(message: str) -> list[int]:
+    """Where in the message each matching row's words begin."""
+    lower = message.lower()
+    starts = []
+    for sig in SIGNATURES:
+        if sig.needle in lower:
+            found = sig.pattern.search(message)
+            if found is not None:
+                starts.append(found.start())
+    return starts
 
 
 def frame_hint(message: str) -> Reason | None:
@@ -272,8 +281,3 @@ def frame_hint(message: str) -> Reason | None:
         if needle in lower and pattern.search(message):
             return reason
     return None
-
-
-def is_harmless(message: str) -> bool:
-    lower = message.lower()
-    return any(needle in lower and pattern.search(message) for needle, pattern in HARMLESS)

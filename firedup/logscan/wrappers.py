@@ -8,22 +8,31 @@ wrapper and peeled from every line that starts with it. Its digits are free, sin
 a pid or a rank number changes from line to line; its other characters must match exactly.
 Only lines with no engine prefix of their own are offered (normalize decides), so the
 engine's own prefixes and messages are never learned as wrappers.
+
+A short lower-case or numeric tag (`srun --label`'s `0: `, `stderr: `, `worker-1: `) in front
+of what is plainly the engine's (a record, a traceback line, an exception) is learned from
+that one line: a log of one line, or whose lines all differ only in numbers, teaches nothing
+pairwise.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
 
 _DIGITS = str.maketrans("0123456789", "0000000000")
-_SEPARATOR = re.compile(r"[\])|>:] ")
+_SEPARATOR = re.compile(r"[\])|>:-] ")
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
+_TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}): (?=\S)")
 
 
 class Wrappers:
-    def __init__(self) -> None:
+    def __init__(self, plain: Callable[[str], bool] | None = None) -> None:
+        """`plain(text)`: whether text is plainly the engine's (normalize.engine_says)."""
+        self._plain = plain
         self._previous = ""  # the last line offered, as its shape (digits made 0)
         self._pattern: re.Pattern[str] | None = None
 
@@ -38,12 +47,22 @@ class Wrappers:
         previous = self._previous
         shape = text[:_LOOK_CHARS].translate(_DIGITS)
         self._previous = shape
-        learned = _learn(previous, shape, text)
+        learned = _learn(previous, shape, text) or self._tag(text)
         if learned is None:
             return text
         self._pattern = learned
         match = learned.match(text)
         return text[match.end() :] if match is not None else text
+
+    def _tag(self, text: str) -> re.Pattern[str] | None:
+        tag = _TAG.match(text)
+        if tag is None or self._plain is None or not self._plain(text[tag.end() :]):
+            return None
+        return _free_digits(tag.group())
+
+
+def _free_digits(wrapper: str) -> re.Pattern[str]:
+    return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
 
 
 def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
@@ -67,4 +86,4 @@ def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
         return None  # they differ only in numbers: one message, not a wrapper and two messages
     if EXCEPTION_LINE.match(wrapper) or TRACEBACK_HEADER in wrapper:
         return None
-    return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
+    return _free_digits(wrapper)

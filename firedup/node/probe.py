@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from firedup.node.base import Node, parse_fields, run_script
 
 MAX_LOG_CHUNK = 4 * 1024 * 1024
-PROBE_KEYS = frozenset({"now", "pid", "procs", "ss", "log_size", "log", "health"})
+PROBE_KEYS = frozenset({"now", "pid", "procs", "ss", "log_size", "log", "health", "leader_age_cs"})
 _SS_USER = re.compile(r"pid=(\d+)")
 
 

@@ -30,6 +30,7 @@ from firedup.ops.deploy import (
 )
 from firedup.ops.handoff import handoff_of, join, leave_before_restart
 from firedup.ops.history import Outcome, outcome_of
+from firedup.ops.keep import start_watch
 from firedup.ops.multinode import LOCK_RETAKEN, Rank, wait_multinode
 from firedup.readiness.wait import NO_HOOKS, WaitHooks, WaitOptions
 from firedup.readiness.watch import WaitStatus
@@ -206,4 +207,5 @@ def _wait_and_record(
         scan = status.scan if r is ranks[0] else None
         record(r.node, r.plan, run, how.action, outcome_of(None), scan=scan, on_progress=say(r))
         prune(r.node, r.plan.host, say(r))
+        start_watch(r.node, r.plan, run, say(r))  # only for a deployment that asks for it
     return status

@@ -18,6 +18,7 @@ _SGLANG_THROUGHPUT = re.compile(r"gen throughput \(token/s\): ([0-9.]+)")
 _SGLANG_ACCEPT = re.compile(r"accept len: ([0-9.]+)")
 _VLLM_THROUGHPUT = re.compile(r"Avg generation throughput: ([0-9.]+) tokens/s")
 RECENT = 20  # decode lines averaged: recent enough to mean "now", many enough to be steady
+MARKERS = ("Decode batch", "Avg generation throughput")  # a decode line has one of these
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def _floats(pattern: re.Pattern[str], lines: list[str]) -> list[float]:
 def decode_stats(log_tail: str) -> DecodeStats | None:
     """Averages over the most recent decode lines; None when the tail has none."""
     lines = log_tail.replace("\r", "\n").splitlines()
-    decode = [ln for ln in lines if "Decode batch" in ln or "Avg generation throughput" in ln]
+    decode = [ln for ln in lines if any(m in ln for m in MARKERS)]
     if not decode:
         return None
     throughput = _floats(_SGLANG_THROUGHPUT, decode) or _floats(_VLLM_THROUGHPUT, decode)

@@ -45,6 +45,7 @@ class Action(StrEnum):
     # saw is evidence that pruning keeps
     SYNC_PATCHES = "sync-patches"
     REVERT_PATCHES = "revert-patches"
+    WATCH = "watch"  # the node-side watch saw a run die after ready (firedup.ops.keep)
 
 
 class Outcome(StrEnum):

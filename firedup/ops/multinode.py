@@ -29,7 +29,7 @@ from firedup.node.lock import HeldLock, mark_waiting
 from firedup.ops.deploy import DeployPlan, Progress, record, stopped_during_wait
 from firedup.ops.handoff import handoff_of, join
 from firedup.ops.history import Action, outcome_of, read_history, stop_of
-from firedup.ops.serving import confirm_serving
+from firedup.ops.ready_request import confirm_serving
 from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import RunWatcher, WaitStatus
 

@@ -1,73 +1,134 @@
-"""Ready means it can serve: the opt-in last readiness step, one real generation.
+"""What a server is doing, from its `/metrics` text (pure): requests, tokens/s, latencies.
 
-The four signals (process alive, ready line, port ours, /health 200) say the server is up; a
-model the engine cannot run may pass all four and die on its first request (vLLM on the CPU
-with head_dim 16: "Unsupported CPU attention configuration"). With `ready_request: true` in
-the deployment, a deploy, restart or wait sends one generation from the node (the smoke
-request, firedup.ops.smoke) before calling the server READY; a failure is not READY, and the
-log's own reason is given when the server dies of it. `fab smoke` stays the full check.
+`parse_samples` reads the Prometheus text format (the lines the node kept, summed over label
+sets); `Serving.of` turns one sample into named numbers and, given the previous sample of the
+same server, rates and latency quantiles over the interval between them (like `top`: the
+first refresh has counters but no rates).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
 
-from firedup.config.deployment import Deployment
-from firedup.config.inventory import HostSpec
-from firedup.errors import ServerCrashedError
-from firedup.launch.runs import RunMeta, is_alive
-from firedup.logscan import Verdict
-from firedup.node.base import Node
-from firedup.ops.smoke import SmokeResult, smoke
-from firedup.ops.status import scan_log
+from firedup.engine import Engine
+from firedup.releases.metrics import NAMES, MetricNames
 
-REQUEST_TIMEOUT_S = 60.0
-DYING_S = 10.0  # after a failed request: how long a server may take to die of it
-REASON = "first_request"
+_LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_LE = re.compile(r'le="([^"]+)"')
 
 
-def confirm_serving(
-    node: Node,
-    host: HostSpec,
-    deployment: Deployment,
-    run: RunMeta,
-    *,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
-) -> SmokeResult | None:
-    """Send the readiness generation when the deployment asks for one; raise when it fails.
-    Returns the request's result (None when not asked)."""
-    if not deployment.ready_request:
+@dataclass(frozen=True)
+class Sample:
+    at: float  # the node's clock
+    values: dict[str, float]  # name -> sum over label sets
+    buckets: dict[str, dict[float, float]]  # histogram name -> le -> cumulative count
+
+
+def parse_samples(text: str, at: float) -> Sample:
+    values: dict[str, float] = {}
+    buckets: dict[str, dict[float, float]] = {}
+    for line in text.splitlines():
+        match = _LINE.match(line)
+        if not match:
+            continue
+        name, labels, raw = match.groups()
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if name.endswith("_bucket"):
+            le = _LE.search(labels or "")
+            if le:
+                bound = math.inf if le.group(1) == "+Inf" else float(le.group(1))
+                hist = buckets.setdefault(name[: -len("_bucket")], {})
+                hist[bound] = hist.get(bound, 0.0) + value
+            continue
+        values[name] = values.get(name, 0.0) + value
+    return Sample(at, values, buckets)
+
+
+def quantile(buckets: dict[float, float], q: float) -> float | None:
+    """The q-quantile of a cumulative histogram (linear inside a bucket, as PromQL does)."""
+    bounds = sorted(buckets)
+    if not bounds or buckets[bounds[-1]] <= 0:
         return None
-    result = smoke(node, run, max_new_tokens=4, python=host.python, timeout_s=REQUEST_TIMEOUT_S)
-    if result.ok:
-        return result
-    deadline = clock() + DYING_S
-    while is_alive(node, run) and clock() < deadline:
-        sleep(0.5)
-    raise not_serving(node, run, result)
+    rank, prev_bound, prev_count = q * buckets[bounds[-1]], 0.0, 0.0
+    for bound in bounds:
+        count = buckets[bound]
+        if count >= rank:
+            if math.isinf(bound):
+                return prev_bound
+            inside = (rank - prev_count) / (count - prev_count) if count > prev_count else 1.0
+            return prev_bound + (bound - prev_bound) * inside
+        prev_bound, prev_count = bound, count
+    return None
 
 
-def not_serving(node: Node, run: RunMeta, result: SmokeResult) -> ServerCrashedError:
-    """The failure, with the log's reason and excerpt when the server died of the request."""
-    _probe, scan = scan_log(node, run)
-    said = f"{run.host}: passed every readiness signal, but its first generation failed: " + (
-        result.error
-    )
-    where = f"  log: {run.log_path}"
-    if scan.verdict is Verdict.FAILED and scan.excerpt:
-        excerpt = "\n".join(f"    {line}" for line in scan.excerpt)
-        return ServerCrashedError(
-            f"{said}\n{excerpt}\n{where}",
-            hint=scan.hint,
-            reason=scan.reason.value if scan.reason else REASON,
-            excerpt=scan.excerpt,
-            log_path=run.log_path,
-        )
-    return ServerCrashedError(
-        f"{said}\n{where}",
-        hint="the server is up but cannot generate: `fab logs` shows what it said",
-        reason=REASON,
-        log_path=run.log_path,
-    )
+def _delta(now: Sample, before: Sample | None, name: str) -> float | None:
+    if name not in now.values:
+        return None
+    if before is None or name not in before.values:
+        return now.values[name]
+    return max(0.0, now.values[name] - before.values[name])
+
+
+def _hist(now: Sample, before: Sample | None, name: str) -> dict[float, float]:
+    hist = now.buckets.get(name, {})
+    old = before.buckets.get(name, {}) if before is not None else {}
+    return {b: c - old.get(b, 0.0) for b, c in hist.items()}
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return round(num / den, 4) if num is not None and den else None
+
+
+def _rate(now: Sample, before: Sample | None, name: str) -> float | None:
+    if before is None or now.at <= before.at or name not in now.values:
+        return None
+    return round((_delta(now, before, name) or 0.0) / (now.at - before.at), 2)
+
+
+def _spec(n: MetricNames, now: Sample, before: Sample | None) -> float | None:
+    if not n.spec_drafts:  # SGLang: the accept length is a gauge (0 without speculation)
+        value = now.values.get(n.spec_accepted)
+        return round(value, 3) if value else None
+    drafts = _delta(now, before, n.spec_drafts)
+    accepted = _delta(now, before, n.spec_accepted)
+    return round(1 + accepted / drafts, 3) if drafts and accepted is not None else None
+
+
+def _prefix(n: MetricNames, now: Sample, before: Sample | None) -> float | None:
+    if not n.prefix_queries:
+        value = now.values.get(n.prefix_hits)
+        return round(value, 4) if value is not None else None
+    return _ratio(_delta(now, before, n.prefix_hits), _delta(now, before, n.prefix_queries))
+
+
+def _q(hist: dict[float, float], q: float) -> float | None:
+    value = quantile(hist, q)
+    return round(value, 4) if value is not None else None
+
+
+def serving(engine: Engine, now: Sample, before: Sample | None = None) -> dict[str, Any]:
+    """The named numbers of `fab top` (docs/top.md); None where the engine did not say."""
+    n = NAMES[engine]
+    ttft, itl = _hist(now, before, n.ttft), _hist(now, before, n.itl)
+    return {
+        "requests_running": now.values.get(n.running),
+        "requests_waiting": now.values.get(n.waiting),
+        "requests_total": now.values.get(n.requests),
+        "prompt_tokens_total": now.values.get(n.prompt_tokens),
+        "generation_tokens_total": now.values.get(n.generation_tokens),
+        "prompt_tokens_per_s": _rate(now, before, n.prompt_tokens),
+        "generation_tokens_per_s": _rate(now, before, n.generation_tokens),
+        "ttft_p50_s": _q(ttft, 0.5),
+        "ttft_p95_s": _q(ttft, 0.95),
+        "itl_p50_s": _q(itl, 0.5),
+        "itl_p95_s": _q(itl, 0.95),
+        "kv_cache_usage": now.values.get(n.kv_usage),
+        "prefix_cache_hit_rate": _prefix(n, now, before),
+        "spec_accept_length": _spec(n, now, before),
+    }

@@ -14,6 +14,7 @@ from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.errors import DeployError, RouterError, SlotTakenError, StartError
 from firedup.launch.gpus import gpu_apps
+from firedup.launch.keepalive import end_watch
 from firedup.launch.runs import STOP_GRACE_S, RunMeta, StopReport, current_run, stop_run
 from firedup.node.base import Node
 from firedup.node.lock import node_lock, waiting_holder
@@ -97,7 +98,12 @@ def stop_host(
     server does not keep the lock from a stop: it is taken over.
 
     The run in the host's slot (node and workdir) may have been started by another host
-    entry sharing it: that one is stopped only with `force`."""
+    entry sharing it: that one is stopped only with `force`.
+
+    The slot's watch is ended first (it finishes a restart under way), so nothing brings the
+    stopped server back."""
+    if end_watch(node, host) == "ended":
+        on_progress("ended the watch")
     waiting = None if force_unlock else waiting_holder(node, host)
     if waiting is not None:
         on_progress(f"taking the lock over from {waiting.describe()}: it only waits")

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.launch.gpus import GpuMemory, gpu_memory
 from firedup.launch.hostmem import HostMemoryUse, host_memory
+from firedup.launch.keepalive import WatchView, read_watch
 from firedup.launch.runs import RunMeta, current_run, tail_log
-from firedup.logscan import LogScanner, ScanState, Verdict
+from firedup.logscan import LogScanner, Phase, ScanState, Verdict
 from firedup.node.base import Node
 from firedup.node.lock import LockInfo, lock_status
 from firedup.node.probe import Probe, probe_run
 from firedup.ops.decode import DecodeStats, decode_stats
+from firedup.ops.facts import NodeFacts, gather_facts
 from firedup.ops.history import Action, HistoryRecord, read_history, stop_of
 from firedup.patching.record import parse_record, record_path
 from firedup.readiness.logfeed import read_once
@@ -59,6 +61,8 @@ class HostStatus:
     last_deploy: LastDeploy | None = None
     decode: DecodeStats | None = None
     lock: LockInfo | None = None
+    watch: WatchView | None = None  # the node-side watch's view of the run (issue 25)
+    log_refused: str | None = None  # why the log was not read (not a regular file)
     memory: HostMemoryUse | None = None  # a node without GPUs (a CPU node): its memory
 
 
@@ -88,13 +92,20 @@ def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
 
 def state_of(probe: Probe, scan: ScanState) -> RunState:
     if scan.verdict is Verdict.FAILED:
-        return RunState.FAILED
+        return RunState.READY if _serving_after(probe, scan) else RunState.FAILED
     if not probe.alive:
         return RunState.EXITED
     if scan.verdict is Verdict.READY:
         healthy = probe.listening_ours and probe.health == 200
         return RunState.READY if healthy else RunState.UNHEALTHY
     return RunState.STARTING
+
+
+def _serving_after(probe: Probe, scan: ScanState) -> bool:
+    """A fatal-looking line after ready while the live signals say the server is up: its
+    process alive, its port ours, /health 200. The log's words lose to what the server does."""
+    after_ready = any(span.phase is Phase.READY for span in scan.phases)
+    return after_ready and probe.alive and probe.listening_ours and probe.health == 200
 
 
 def applied_patches(node: Node, host: HostSpec) -> tuple[str, ...]:
@@ -117,19 +128,30 @@ def last_deploy(records: Sequence[HistoryRecord]) -> LastDeploy | None:
 
 
 def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None) -> HostStatus:
-    """Everything `fab status` shows for one host; GPUs only when the deployment is given."""
-    run = current_run(node, host)
-    lock = lock_status(node, host)
-    if run is None:
-        return HostStatus(host=host.name, state=RunState.NEVER, lock=lock)
-    probe, scan = scan_log(node, run)
-    tail = tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace")
-    records = read_history(node, host, limit=50)
+    """Everything `fab status` shows for one host; GPUs only when the deployment is given.
+    One round trip (ops/facts.py) where the node runs python3; fact by fact where not."""
+    facts = gather_facts(node, host, deployment)
+    status = status_of(host, facts) if facts is not None else None
+    status = status or _host_status_by_fact(node, host, deployment)
+    cpu = status.gpus is None or host.accelerator == "cpu"  # a CPU node: its memory instead
+    if deployment is not None and status.run is not None and cpu:
+        status = replace(status, memory=host_memory(node))
+    return status
+
+
+def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
+    """What the node's facts say (pure)."""
+    run, probe, scan = facts.run, facts.probe, facts.scan
+    if run is None or probe is None:
+        state = RunState.NEVER if run is None else RunState.STARTING
+        return HostStatus(
+            host=host.name, state=state, run=run, lock=facts.lock, log_refused=facts.log_refused
+        )
+    if scan is None:  # no log to read (not yet written, or refused): nothing it said counts
+        scan = LogScanner(engine=run.engine).state
     state = state_of(probe, scan)
-    if not probe.alive and stop_of(records, run.run_id) is not None:
-        state = RunState.STOPPED  # what the history says, not "exited" as if it had died
-    gpus = gpu_memory(node, host, deployment) if deployment else None
-    cpu = deployment is not None and (gpus is None or host.accelerator == "cpu")
+    if not probe.alive and stop_of(facts.history, run.run_id) is not None:
+        state = RunState.STOPPED
     return HostStatus(
         host=host.name,
         state=state,
@@ -137,13 +159,39 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
         signals=signals_from(probe, scan),
         scan=scan,
         uptime_s=uptime(probe, run),
-        gpus=gpus,
-        memory=host_memory(node) if cpu else None,
-        patches=applied_patches(node, host),
-        last_deploy=last_deploy(records),
-        decode=decode_stats(tail) if probe.alive else None,
-        lock=lock,
+        gpus=facts.gpus,
+        patches=facts.patches,
+        last_deploy=last_deploy(facts.history),
+        decode=decode_stats(facts.decode_tail) if probe.alive else None,
+        lock=facts.lock,
+        watch=facts.watch,
+        log_refused=facts.log_refused,
     )
+
+
+def _host_status_by_fact(node: Node, host: HostSpec, deployment: Deployment | None) -> HostStatus:
+    """The same facts asked one command at a time (a node without python3 >= 3.8)."""
+    run = current_run(node, host)
+    lock = lock_status(node, host)
+    if run is None:
+        return HostStatus(host=host.name, state=RunState.NEVER, lock=lock)
+    probe, scan = scan_log(node, run)
+    facts = NodeFacts(
+        node_time=probe.node_time,
+        run=run,
+        lock=lock,
+        history=tuple(read_history(node, host, limit=50)),
+        patches=applied_patches(node, host),
+        probe=probe,
+        scan=scan,
+        log_size=probe.log_size,
+        log_refused=None,
+        decode_tail=tail_log(node, run, DECODE_TAIL_LINES).decode("utf-8", "replace"),
+        gpus=gpu_memory(node, host, deployment) if deployment else None,
+        metrics=None,
+        watch=read_watch(node, run.rundir),
+    )
+    return status_of(host, facts)
 
 
 def uptime(probe: Probe, run: RunMeta) -> float | None:

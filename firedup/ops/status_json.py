@@ -55,6 +55,8 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "decode": status.decode.to_json() if status.decode else None,
         "lock": status.lock.to_json() if status.lock else None,
         "timeline": from_spans(scan.phases).to_json() if scan else None,
+        "watch": status.watch.to_json() if status.watch else None,
+        "log_refused": status.log_refused,
     }
 
 

@@ -117,6 +117,7 @@ class LogFeed:
         self.tail: list[str] = []
         self.final = False  # the node reader read the log to its end after the server exited
         self.heard = False  # bytes came from the node since the caller last looked (and reset)
+        self.settled = False  # the node saw a failure's log go quiet: its traceback has ended
 
     def updates(self, node: Node, tick_s: float, look: dict[str, Any] | None) -> Iterator[Update]:
         """Follow the log; yield after each piece and each quiet tick: whether a phase changed
@@ -153,6 +154,7 @@ class LogFeed:
         if "tail" in frame:
             self.tail = [str(line) for line in frame["tail"]][-TAIL_LINES:]
         self.final = self.final or bool(frame.get("exited"))
+        self.settled = self.settled or bool(frame.get("settled"))
         if self.scan.verdict is Verdict.FAILED:
             self.on_failed()
         return bool(frame.get("urgent"))

@@ -30,6 +30,8 @@ from typing import Any, BinaryIO
 
 from firedup.engine import Engine
 from firedup.logscan import EventKind, LogScanner, Phase, ScanState, Verdict
+from firedup.readiness import nodelook
+from firedup.readiness.nodeproc import Summary, alive
 
 READ_BYTES = 256 * 1024  # per read: the loop turns often (states, peeks) inside a burst
 POLL_S = 0.1  # how often an idle reader looks for new bytes and for the server's exit
@@ -43,25 +45,7 @@ LOOKAHEAD_BYTES = 4 * 1024 * 1024  # this far behind the log's end: peek at the 
 PEEK_BYTES = 256 * 1024  # at most this much of the log's end per peek
 PEEK_OVERLAP = 64 * 1024  # re-read of the previous peek: a traceback's start, a cut line
 PEEK_EVERY_S = 0.2
-
-
-def alive(pid: int | None) -> bool:
-    """The server's main process exists and has not exited (no pid: read what is there, then
-    stop). An exited process nobody has reaped yet (a zombie) is dead, as probe.sh says."""
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            state = fh.read().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return True  # no /proc to ask: kill -0 said it exists
-    return state not in ("Z", "X")
+SETTLE_S = 0.4  # a failure's traceback has ended when the log is this quiet after it
 
 
 class Reader:
@@ -93,6 +77,7 @@ class Looker:
         self.health_url = str(spec.get("health_url") or "")
         self.tick_s = float(spec.get("tick_s") or 1.0)
         self.loading_s = float(spec.get("loading_s") or self.tick_s)
+        self.inproc = bool(spec.get("inproc"))  # the look from /proc here (nodelook)
         self.at = 0.0
         self.listening = False
         self.healthy_at_ready = False
@@ -108,16 +93,21 @@ class Looker:
 
     def look(self, phase: Phase, now: float) -> str:
         near = self.listening or phase.order >= Phase.HTTP_UP.order
+        url = self.health_url if near else ""
         argv = ["bash", "-c", self.script, "firedup-probe", *self.args, "0", "0"]
-        if near and self.health_url:
-            argv.append(self.health_url)
-        try:
-            done = subprocess.run(
-                argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=PROBE_TIMEOUT_S
-            )
-            out = done.stdout.decode("ascii", "replace")
-        except (OSError, subprocess.TimeoutExpired):
-            out = ""
+        argv += [url] if url else []
+        out = nodelook.look(self.args[0], int(self.args[1]), url) if self.inproc else None
+        if out is None:  # /proc cannot tell: probe.sh, with its forks
+            try:
+                done = subprocess.run(
+                    argv,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    timeout=PROBE_TIMEOUT_S,
+                )
+                out = done.stdout.decode("ascii", "replace")
+            except (OSError, subprocess.TimeoutExpired):
+                out = ""
         self.at = now
         self.listening = self.listening or any(
             ln.startswith("ss=") and len(ln.strip()) > 3 and ln.strip() != "ss=missing"
@@ -179,16 +169,29 @@ class Session:
         self.sent_key: tuple[object, ...] = ()
         self.sent_at = 0.0
         self.sent_offset = -1
+        self.summary: Summary | None = None
+        self.fed_at = 0.0  # when bytes last came
+        self.settled = False  # a failure whose log went quiet was told (once)
         out = sys.stdout.buffer
         out.write(b"\nFIREDUP-READER " + nonce.encode() + b"\n")
         out.flush()
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, now: float) -> None:
+        self.fed_at = now
         self.offset += len(data)
         events = self.scanner.feed(data)
         self.urgent = self.urgent or any(e.kind in URGENT for e in events)
         text = data.decode("utf-8", "replace").replace("\r", "\n")
         self.tail.extend(ln[:LINE_CHARS] for ln in text.split("\n") if ln.strip())
+
+    def settle(self, now: float) -> None:
+        """A failure read, and the log quiet since: the traceback has ended, the cause is
+        known; say so at once (the server may take seconds more to exit)."""
+        state = self.scanner.state
+        if self.settled or state.verdict is not Verdict.FAILED or now - self.fed_at < SETTLE_S:
+            return
+        self.settled = self.urgent = True
+        self.send(state, now, self.looker is not None, False)
 
     def maybe_send(self, now: float, final: bool = False) -> None:
         state = self.scanner.state
@@ -221,12 +224,16 @@ class Session:
             frame["tail"] = list(self.tail)
         if final:
             frame["exited"] = True
+        if self.settled:
+            frame["settled"] = True
         body = json.dumps(frame, separators=(",", ":")).encode()
         out = sys.stdout.buffer
         out.write(b"S %d\n" % len(body) + body)
         out.flush()
         if not ahead:
             key = (state.verdict, state.phase, state.reason, state.progress, state.engine)
+            if self.summary is not None:
+                self.summary.write(state, self.offset, now, final or key[:3] != self.sent_key[:3])
             self.sent_key, self.sent_offset = key, self.offset
         self.sent_at = now
         self.urgent = False
@@ -241,6 +248,10 @@ def follow(options: dict[str, Any], nonce: str) -> None:
     # `once` looks only at the end: no looks on the way through the log.
     engine, offset = str(options.get("engine") or ""), int(options["offset"])
     session = Session(engine, offset, nonce, None if once else looker)
+    # Only a reader that saw a run's log from its start summarises it, next to it in the run
+    # dir; a log elsewhere (a test's fixture, a file handed over) gets nothing written beside.
+    if not once and offset == 0 and os.path.basename(str(options["log"])) == "server.log":
+        session.summary = Summary(str(options["log"]))
     reader = Reader(str(options["log"]), int(options["offset"]))
     peeker = Peeker(str(options["log"]), str(options.get("engine") or ""))
     while True:
@@ -250,7 +261,7 @@ def follow(options: dict[str, Any], nonce: str) -> None:
             session.send_ahead(ahead, time.monotonic())
         data = reader.read()
         if data:
-            session.feed(data)
+            session.feed(data, time.monotonic())
         elif not running or once:  # `once`: the log's end as it is now, server up or not
             if not running:
                 session.scanner.finish()
@@ -259,6 +270,7 @@ def follow(options: dict[str, Any], nonce: str) -> None:
             return
         session.maybe_send(time.monotonic())
         if not data:
+            session.settle(time.monotonic())
             time.sleep(POLL_S)
 
 

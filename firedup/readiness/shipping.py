@@ -16,21 +16,43 @@ from __future__ import annotations
 import ast
 import base64
 import importlib.util
+import io
 import json
 import secrets
 import sys
 import threading
+import tokenize
 import zlib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-ENTRY = "firedup.readiness.nodeside"
+ENTRY = "firedup.readiness.nodeside"  # the wait's reader
+FACTS = "firedup.readiness.nodefacts"  # status's and top's facts
 MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatter before it)
 
+# Imports the shipped modules from memory: SRC is {module name: (is package, source)}.
+# A meta path finder and loader by duck typing: importing importlib.abc alone costs 60 ms.
+FINDER = r"""
+class Finder:
+    def find_spec(self, name, path=None, target=None):
+        if name in SRC:
+            return importlib.util.spec_from_loader(name, self, is_package=SRC[name][0])
+        return None
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        is_pkg, text = SRC[module.__name__]
+        if is_pkg:
+            module.__path__ = []
+        exec(compile(text, "<firedup>/" + module.__name__, "exec"), module.__dict__)
+sys.meta_path.insert(0, Finder())
+"""
+
 # Runs on any python3: too old, or the reader does not import -> the plain log via tail.
-BOOT = r"""
+BOOT = (
+    r"""
 import os, sys
 def raw():
     sys.stdout.write("\nFIREDUP-RAW %s\n" % sys.argv[2])
@@ -39,26 +61,34 @@ def raw():
 if sys.version_info < (3, 8):
     raw()
 try:
-    import base64, json, zlib, importlib.abc, importlib.util
-    SRC = json.loads(zlib.decompress(base64.b64decode(sys.argv[1])).decode("utf-8"))
-    class Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-        def find_spec(self, name, path=None, target=None):
-            if name in SRC:
-                return importlib.util.spec_from_loader(name, self, is_package=SRC[name][0])
-            return None
-        def create_module(self, spec):
-            return None
-        def exec_module(self, module):
-            is_pkg, text = SRC[module.__name__]
-            if is_pkg:
-                module.__path__ = []
-            exec(compile(text, "<firedup>/" + module.__name__, "exec"), module.__dict__)
-    sys.meta_path.insert(0, Finder())
-    from firedup.readiness import nodeside
+    import binascii, json, zlib, importlib, importlib.util
+    BUNDLE = json.loads(zlib.decompress(binascii.a2b_base64(sys.argv[1])).decode("utf-8"))
+    SRC = BUNDLE["modules"]
+"""
+    + "\n".join("    " + line for line in FINDER.strip("\n").splitlines())
+    + r"""
+    entry = importlib.import_module(BUNDLE["entry"])
 except Exception:
     raw()
-sys.exit(nodeside.main(sys.argv[2:4]))
+sys.exit(entry.main(sys.argv[2:4]))
 """
+)
+
+WATCH_ENTRY = "firedup.readiness.nodewatch"
+# The watch (firedup.readiness.nodewatch): its code from a file beside it (argv[1]), then
+# `firedup-watch WORKDIR`. A long-lived process keeps a short argv: `ps` stays readable.
+WATCH_BOOT = (
+    r"""
+import sys, json, zlib, importlib, importlib.util
+with open(sys.argv[1], "rb") as fh:
+    SRC = json.loads(zlib.decompress(fh.read()).decode("utf-8"))
+"""
+    + FINDER
+    + r"""
+from firedup.readiness import nodewatch
+sys.exit(nodewatch.main(sys.argv[2:]))
+"""
+)
 
 
 class BundleError(RuntimeError):
@@ -92,17 +122,18 @@ _BUILDING = threading.Lock()  # a fleet's waits ask at once; CPython 3.11's ast.
 # safe to run in two threads at once ("AST constructor recursion depth mismatch")
 
 
-def bundle() -> dict[str, tuple[bool, str]]:
-    """module name -> (is package, source) for the reader and every firedup module it needs.
+def bundle(entry: str = ENTRY) -> dict[str, tuple[bool, str]]:
+    """module name -> (is package, source) for `entry` (the reader, status's facts, the watch)
+    and every firedup module it needs.
 
     Parent packages outside that closure ship empty: their __init__ may import the world."""
     with _BUILDING:
-        return _bundle()
+        return _bundle(entry)
 
 
 @cache
-def _bundle() -> dict[str, tuple[bool, str]]:
-    todo, found = [ENTRY], dict[str, tuple[bool, str]]()
+def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
+    todo, found = [entry], dict[str, tuple[bool, str]]()
     while todo:
         name = todo.pop()
         if name in found:
@@ -112,7 +143,7 @@ def _bundle() -> dict[str, tuple[bool, str]]:
             continue  # `from package import name` where name is not a module
         source = path.read_text(encoding="utf-8")
         is_package = path.name == "__init__.py"
-        found[name] = (is_package, source)
+        found[name] = (is_package, _without_comments(source))
         package = name if is_package else name.rpartition(".")[0]
         for imported in _imports(source, package):
             top = imported.split(".")[0]
@@ -127,22 +158,40 @@ def _bundle() -> dict[str, tuple[bool, str]]:
     return found
 
 
-def bundle_arg() -> str:
+def watch_code() -> bytes:
+    """The watch's modules, zlib-compressed JSON: the file WATCH_BOOT reads."""
     with _BUILDING:
-        return _bundle_arg()
+        data = json.dumps(_bundle(WATCH_ENTRY), sort_keys=True).encode("utf-8")
+    return zlib.compress(data, 9)
+
+
+def _without_comments(source: str) -> str:
+    """The source as it runs, minus its comments (the argument has a size budget); every
+    line keeps its number, so a traceback from the node still points at the right line."""
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    kept = [token for token in tokens if token.type != tokenize.COMMENT]
+    return "\n".join(line.rstrip() for line in tokenize.untokenize(kept).split("\n"))
+
+
+def bundle_arg(entry: str = ENTRY) -> str:
+    with _BUILDING:
+        return _bundle_arg(entry)
 
 
 @cache
-def _bundle_arg() -> str:
-    data = json.dumps(_bundle(), sort_keys=True).encode("utf-8")
+def _bundle_arg(entry: str) -> str:
+    payload = {"entry": entry, "modules": _bundle(entry)}
+    data = json.dumps(payload, sort_keys=True).encode("utf-8")
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
 
 
-def reader_argv(options: dict[str, Any], nonce: str, tail: list[str]) -> list[str]:
-    """The command that runs the reader on the node with `options` (nodeside.main says
+def reader_argv(
+    options: dict[str, Any], nonce: str, tail: list[str], entry: str = ENTRY
+) -> list[str]:
+    """The command that runs `entry` (the reader) on the node with `options` (its main says
     which); `tail` is the fallback's argv."""
     encoded = json.dumps(options, separators=(",", ":"))
-    return ["python3", "-c", BOOT, bundle_arg(), nonce, encoded, *tail]
+    return ["python3", "-c", BOOT, bundle_arg(entry), nonce, encoded, *tail]
 
 
 def new_nonce() -> str:

@@ -112,7 +112,12 @@ class Waiter:
                 self.on_scan(watcher.scan)
             self._check_silence(now - last_heard)
             failing = watcher.failing_since
-            if watcher.failed_for_sure or (failing is not None and now - failing >= FAIL_GRACE_S):
+            settled = failing is not None and watcher.log.settled
+            if (
+                watcher.failed_for_sure
+                or settled
+                or (failing is not None and now - failing >= FAIL_GRACE_S)
+            ):
                 raise watcher.fail(probe)
             if failing is not None:
                 watcher.last_probe = probe or watcher.last_probe

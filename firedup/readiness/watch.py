@@ -104,6 +104,7 @@ def look_spec(run: RunMeta, tick_s: float, loading_s: float | None = None) -> di
         "health_url": health_url(run),
         "tick_s": tick_s,
         "loading_s": loading_s or tick_s,
+        "inproc": True,  # from /proc in the reader; probe.sh where /proc cannot tell
     }
 
 

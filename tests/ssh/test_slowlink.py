@@ -122,3 +122,51 @@ def test_status_over_150_kbps_reads_the_noisy_log_on_the_node(
     assert status.signals is not None and status.signals.health == 200
     assert status.scan is not None and status.scan.phase.value == "ready"
     _mostly_on_the_node(down - down0, run)
+
+
+class Counting:
+    """The node, counting the commands status runs on it (each is at least one round trip)."""
+
+    def __init__(self, node: SshNode) -> None:
+        self.node, self.commands = node, 0
+        self.name, self.spec = node.name, node.spec
+
+    def run(self, *args: object, **kwargs: object) -> object:
+        self.commands += 1
+        return self.node.run(*args, **kwargs)  # type: ignore[arg-type]
+
+    def stream(self, *args: object, **kwargs: object) -> object:
+        self.commands += 1
+        return self.node.stream(*args, **kwargs)  # type: ignore[arg-type]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.node, name)
+
+
+def test_status_over_a_100_ms_round_trip_is_one_command(sshd: Sshd, tmp_path: Path) -> None:
+    """Every fact of `fab status` (run, lock, history, patches, process, port, health, GPUs,
+    the log's state, the serving stats) in one command, where it took about six after the
+    log: once connected, what one command costs over the link (here 2-3 round trips:
+    channel open, exec, exit status) plus the node's work: the shipped python's start (0.09 s)
+    and the slowest fact, the facts running at once (on the simulated node /health, a one-token
+    generation on SGLang, and nvidia-smi, a python script, take about 0.2 s each)."""
+    relay = SlowLink(sshd.port, delay_s=0.05)
+    node, plan = _node(sshd, relay, tmp_path, BENCH_NOISE_MB="0")
+    run = start_plan(node, plan)  # type: ignore[arg-type]
+    try:
+        wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
+        counting = Counting(node)
+        t0 = time.monotonic()
+        node.run(["true"])  # what any one command costs over this link (channel, exec, exit)
+        one_command = time.monotonic() - t0
+        t0 = time.monotonic()
+        status = host_status(counting, node.spec, plan.deployment)  # type: ignore[arg-type, attr-defined]
+        took = time.monotonic() - t0
+    finally:
+        stop_run(node, run, grace_s=2)
+        node.close()
+        relay.close()
+    assert status.state is RunState.READY, status
+    assert status.gpus, "the GPUs came in the same round trip"
+    assert counting.commands == 1
+    assert took < one_command + 0.5, f"status took {took:.2f} s, a `true` {one_command:.2f} s"

@@ -191,7 +191,8 @@ class ScriptedNode:
         the log is the script's, the server's pid is alive until a step says it dies."""
         look = options.get("look")
         with self._on_node() as out:
-            looker = nodeside.Looker(look) if isinstance(look, dict) else None
+            # The looks are the script's (its fake probe), never this machine's /proc.
+            looker = nodeside.Looker({**look, "inproc": False}) if isinstance(look, dict) else None
             pos = int(str(options["offset"]))
             session = nodeside.Session(str(options["engine"]), pos, nonce, looker)
         quiet_since, sent = self.clock(), out.getvalue()
@@ -205,13 +206,15 @@ class ScriptedNode:
             data, pos, done = self.log[pos:], len(self.log), False
             with self._on_node() as out:
                 if data:
-                    session.feed(data)
+                    session.feed(data, now)
                 elif not running:
                     session.scanner.finish()
                     session.maybe_send(now, final=True)
                     done = True
                 if not done:
                     session.maybe_send(now)
+                if not done and not data:
+                    session.settle(now)
             sent += out.getvalue()
             if sent or done or now - quiet_since >= tick_s:
                 yield sent  # the channel delivers what was written; b"" after a quiet tick

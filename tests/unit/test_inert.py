@@ -71,6 +71,7 @@ def test_every_task_output_goes_through_the_edge() -> None:
         ("cli.py", 'f"firedup {__version__}"'),
         ("deploy.py", "plan.script.text"),  # `fab render`: the operator's own rendered script
         ("progress.py", "text"),  # log_text(chunk), prefixed per host
+        ("top.py", "top_table(rows, _width(console))"),  # every cell is shown(...) as Text
     }
     bad = []
     for path in sorted(tasks.glob("*.py")):

@@ -1,9 +1,17 @@
 """The log reader on logs from the field, and the node's Python it has to run on.
 
-The corpus (tests/fixtures/corpus) holds startup logs pasted into public SGLang and vLLM bug
-reports, each with its source link and labels. Its dev part is what the rules were tuned on;
-its test part is only measured. The floors below are issue 15's; scripts/field_score.py
-prints both parts' scores and the misses.
+Three parts, each scored on its own (scripts/field_score.py prints them and their misses):
+- the corpus (tests/fixtures/corpus/{dev,test}): startup logs pasted into public SGLang and
+  vLLM bug reports, split by thread before any rule changed; dev was tuned on, test is only
+  measured;
+- the field part (tests/fixtures/corpus/field): 66 logs labelled by another session, used as
+  development data for issue 23 (rules changed while reading it);
+- the blind part (tests/fixtures/blind): collected and labelled by a session that never read
+  the rules, scored once with the rules frozen.
+The corpus test part and the field part carry issue 23's "must show" floors (97% verdicts,
+90% failure reasons, 90% phases, no healthy, starting or stopped log called failed); the
+blind part carries floors set from its one frozen-rules score. docs/log-analysis.md gives
+every part's measured score.
 """
 
 from __future__ import annotations
@@ -42,14 +50,35 @@ def test_the_corpus_is_large_and_split_by_thread() -> None:
     assert not threads["dev"] & threads["test"]
 
 
-def test_the_test_part_meets_the_issue_floors() -> None:
-    result = _field_score().score("test")
+def _meets_floors(part: str, verdicts: float, reasons: float, phases: float) -> None:
+    result = _field_score().score(part)
     print(result.line())
     rates = result.rates()
-    assert rates["verdicts"] >= 0.95, result.misses
-    assert rates["reasons"] >= 0.90, result.misses
-    assert rates["phases"] >= 0.85, result.misses
+    assert rates["verdicts"] >= verdicts, result.misses
+    assert rates["reasons"] >= reasons, result.misses
+    assert rates["phases"] >= phases, result.misses
     assert result.healthy_called_failed == 0, result.misses
+
+
+def test_the_corpus_test_part_meets_the_issue_floors() -> None:
+    _meets_floors("test", verdicts=0.97, reasons=0.90, phases=0.90)
+
+
+def test_the_field_development_part_meets_the_issue_floors() -> None:
+    score = _field_score()
+    assert len(score.labels("field")) == 66
+    _meets_floors("field", verdicts=0.97, reasons=0.90, phases=0.90)
+
+
+def test_the_blind_part_meets_the_floors_of_its_frozen_rules_score() -> None:
+    # Scored once with the rules frozen at ed469b1, before any of its logs was read:
+    # verdicts 65/73 (89%), reasons 31/37 (84%), phases 32/36 (89%), healthy called failed 0.
+    # Each floor is that score less one log, so a rule change that costs one blind log more
+    # than the frozen rules did fails here (docs/log-analysis.md, "Three more parts"). Fixes
+    # made after that score, for defects it revealed, took it to 97% / 95% / 97%.
+    score = _field_score()
+    assert len(score.labels("blind")) == 73
+    _meets_floors("blind", verdicts=64 / 73, reasons=30 / 37, phases=31 / 36)
 
 
 @pytest.mark.parametrize("module", sorted(LOGSCAN.glob("*.py")), ids=lambda p: p.name)

@@ -173,3 +173,23 @@ def test_new_reasons_are_named_by_their_own_lines() -> None:
     }
     for line, reason in cases.items():
         assert explain(line).reason is reason, line
+
+
+def test_a_tag_before_the_engines_line_is_learned_from_that_line() -> None:
+    state = explain(
+        b"0: ValueError: Bfloat16 is only supported on GPUs with compute capability 7.5\n"
+    )
+    assert state.verdict is Verdict.FAILED and state.reason is Reason.UNSUPPORTED_GPU
+    # Once learned it peels every line that carries it, whatever follows.
+    bars = (
+        b"0: Traceback (most recent call last):\n"
+        b"0: Loading safetensors checkpoint shards:  50% Completed | 1/2 [00:01<00:01,  1.00s/it]\n"
+    )
+    assert explain(bars).progress is not None
+    # A tag before prose is left alone: `usage: ...` and `error: ...` keep their meaning.
+    assert explain(b"usage: vllm serve [-h] [--model MODEL]\n").reason is Reason.BAD_ARGS
+
+
+def test_the_kubelet_cri_stream_tag_is_peeled() -> None:
+    line = parse_line("2026-05-02T10:00:45.5Z stdout F INFO:     Application startup complete.")
+    assert line.message == "Application startup complete."

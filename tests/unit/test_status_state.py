@@ -44,3 +44,20 @@ def test_a_server_that_was_ready_and_stops_answering_is_unhealthy_not_starting()
 
 def test_gone_after_ready_is_exited() -> None:
     assert state_of(look(alive=False), scanned(READY_LOG)) is RunState.EXITED
+
+
+CRASH_LINE = b"[2026-02-23 00:43:00] Received sigquit from a child process.\n"
+
+
+def test_a_fatal_looking_line_after_ready_loses_to_a_server_that_serves() -> None:
+    # Issue 28: log text is evidence, the live signals are the server. Only while all agree.
+    failed_after = scanned(READY_LOG + CRASH_LINE)
+    assert failed_after.verdict.value == "failed"
+    assert state_of(look(), failed_after) is RunState.READY
+    assert state_of(look(health=503), failed_after) is RunState.FAILED
+    assert state_of(look(alive=False), failed_after) is RunState.FAILED
+
+
+def test_a_failure_before_ready_is_failed_whatever_answers() -> None:
+    failed = scanned(STARTING_LOG + CRASH_LINE)
+    assert state_of(look(), failed) is RunState.FAILED

@@ -14,12 +14,22 @@ KNOWN = frozenset(
         "warmup_fail",
         "slow_capture",
         "crash_after_ready",
+        "worker_exit_after_ready",
+        "hang_after_ready",
     }
 )
+AFTER_READY_S = 2.0  # nominal seconds from ready to a post-ready fault
 
 
 def active() -> frozenset[str]:
+    """FIREDUP_SIM_FAULT, plus FIREDUP_SIM_FAULT_FILE's contents when that file exists: a
+    fault that comes with a later launch of the same script (the node changed, not the
+    launch), for what a restart meets."""
     raw = os.environ.get("FIREDUP_SIM_FAULT", "")
+    path = os.environ.get("FIREDUP_SIM_FAULT_FILE", "")
+    if path and os.path.exists(path):
+        with open(path) as fh:
+            raw += "," + fh.read().replace("\n", ",")
     names = frozenset(part.strip() for part in raw.split(",") if part.strip())
     unknown = names - KNOWN
     if unknown:

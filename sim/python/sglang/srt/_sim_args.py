@@ -49,6 +49,7 @@ class ServerArgs:
     dist_timeout: int | None = None
     log_level: str = "info"
     log_level_http: str | None = None
+    log_requests: bool = False
     api_key: str | None = None
     enable_metrics: bool = False
     decode_log_interval: int = 40

@@ -62,6 +62,7 @@ def add_cli_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--dist-timeout", type=int)
     parser.add_argument("--log-level", type=str, default="info", choices=LOG_LEVELS)
     parser.add_argument("--log-level-http", type=str)
+    parser.add_argument("--log-requests", action="store_true")
     parser.add_argument("--api-key", type=str)
     parser.add_argument("--enable-metrics", action="store_true")
     parser.add_argument("--decode-log-interval", type=int, default=40)

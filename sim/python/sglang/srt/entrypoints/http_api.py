@@ -11,6 +11,8 @@ import threading
 import time
 from typing import Any
 
+from firedup_sim import clock, faults
+from firedup_sim.metrics import METRICS
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
 from sglang.srt.environ import envs
@@ -29,6 +31,7 @@ class GlobalState:
         self.lock = threading.Lock()
         self.status = "Starting"
         self.model_info: dict[str, Any] = {}
+        self.hung = threading.Event()  # the hang_after_ready fault: no request is answered
         # Requests in the scheduler (one at a time: TP0's channel) and waiting for it: what
         # the real scheduler's gauges count (sglang:num_running_reqs / num_queue_reqs).
         self.running = 0
@@ -39,6 +42,14 @@ class GlobalState:
         with self.counts:
             self.running += running
             self.queued += queued
+
+    def up(self) -> None:
+        """Ready; with hang_after_ready, every request blocks from a moment later on (a
+        deadlocked scheduler: the process lives, the port stays open, nothing answers)."""
+        self.status = "Up"
+        if faults.has("hang_after_ready"):
+            delay = clock.scaled(faults.AFTER_READY_S)
+            threading.Timer(delay, self.hung.set).start()
 
     def submit(self, req: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
         self._count(0, 1)
@@ -71,6 +82,8 @@ class SglangHandler(AccessLoggedHandler):
         state = STATE
         assert state is not None
         handler = ROUTES.get((method, path))
+        if state.hung.is_set():
+            threading.Event().wait()  # never answers; the client times out
         if handler is None:
             self.reply_json(404, {"detail": "Not Found"})
             return
@@ -152,6 +165,8 @@ def metrics(h: SglangHandler, state: GlobalState, body: bytes) -> None:
     ):
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge"]
         lines.append(f"{name}{{{labels}}} {float(value)}")
+    usage = min(1.0, 0.25 * (state.running + state.queued))
+    lines.append(METRICS.sglang(labels, usage))  # tokens, latencies, cache, speculation
     h.send_reply(200, ("\n".join(lines) + "\n").encode(), "text/plain; version=0.0.4")
 
 
@@ -163,7 +178,15 @@ def _run(state: GlobalState, prompt: str, max_new_tokens: int, warmup: bool) -> 
     req = {"input_len": max(1, len(prompt.split())), "max_new_tokens": max_new_tokens}
     if warmup:
         req["warmup"] = True
-    return state.submit(req, 600.0)
+    started = time.monotonic()
+    reply = state.submit(req, 600.0)
+    if reply and reply.get("ok") and not warmup:
+        accept = (
+            float(reply.get("accept_len") or 0) if state.server_args.speculative_algorithm else 0
+        )
+        seconds = time.monotonic() - started
+        METRICS.served(req["input_len"], int(reply["completion_tokens"]), seconds, accept)
+    return reply
 
 
 def _parse(body: bytes) -> dict[str, Any]:
@@ -194,6 +217,9 @@ def generate(h: SglangHandler, state: GlobalState, body: bytes) -> None:
     if isinstance(text, list):
         text = text[0] if text else ""
     max_new = int((data.get("sampling_params") or {}).get("max_new_tokens", 16))
+    if getattr(state.server_args, "log_requests", False):  # 0.5.9 utils/request_logger.py
+        sampling = data.get("sampling_params") or {}
+        logger.info("Receive: obj=GenerateReqInput(text=%r, sampling_params=%r)", text, sampling)
     reply = _run(state, str(text), max_new, warmup=state.status != "Up")
     if not reply or not reply.get("ok"):
         _error(h, reply)

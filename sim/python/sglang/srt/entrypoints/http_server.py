@@ -164,7 +164,7 @@ def _execute_server_warmup(server_args: Any, state: http_api.GlobalState) -> boo
         except urllib.error.HTTPError as err:
             status, text = err.code, err.read().decode()
         assert status == 200, f"{text}"
-        state.status = "Up"
+        state.up()
     except Exception:
         last_traceback = get_exception_traceback()
         logger.error(f"Initialization failed. warmup error: {last_traceback}")
@@ -179,7 +179,7 @@ def _wait_and_warmup(server_args: Any, state: http_api.GlobalState, subprocs: An
         if not _execute_server_warmup(server_args, state):
             return
     else:
-        state.status = "Up"
+        state.up()
     logger.info("The server is fired up and ready to roll!")
     events.record("ready")
     subprocs.server_up.set()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import signal
 import time
 from typing import Any
 
@@ -28,9 +30,8 @@ class SchedulerLoop:
         self.tokens = 0
 
     def run(self) -> None:
-        crashes = faults.has("crash_after_ready") and self.scheduler.tp_rank == faults.fault_rank(
-            self.args.tp_size
-        )
+        after_ready = faults.has("crash_after_ready") or faults.has("worker_exit_after_ready")
+        crashes = after_ready and self.scheduler.tp_rank == faults.fault_rank(self.args.tp_size)
         while True:
             self._on_tick(crashes)
             if self.req_conn is None:
@@ -53,6 +54,10 @@ class SchedulerLoop:
             if self.spec and self.scheduler.tp_rank == 0 and self.next_decode_log is None:
                 self.next_decode_log = now + clock.scaled(DECODE_LOG_EVERY_S)
         if self.crash_at is not None and now >= self.crash_at:
+            if faults.has("worker_exit_after_ready"):
+                # Killed from outside (the OOM killer): no word in the log, and nobody notices:
+                # /health stays 200 (it asks no worker), as in vllm#16259.
+                os.kill(os.getpid(), signal.SIGKILL)
             self.forward_decode()
         if self.next_decode_log is not None and now >= self.next_decode_log:
             self.log_decode_stats()

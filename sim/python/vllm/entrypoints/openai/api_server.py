@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from firedup_sim import events, modelinfo, proctree, uvicorn_like
@@ -106,6 +107,7 @@ def _serve(args: Any, server: Any, host: str, client: Any, server_up: Any) -> No
     uvicorn_like.serve_in_thread(server)
     events.record("ready")
     server_up.set()
+    routes.hang_later()
     while not stop.wait(0.2):
         if not client.engine_proc.is_alive():
             client.dead = True
@@ -135,6 +137,9 @@ def serve(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
         run_server(args, parser)
     except BaseException:
         events.record("crashed")
+        # The real API server takes seconds to tear its engine processes down after the
+        # fatal lines (FIREDUP_SIM_EXIT_DELAY_S; docs/simulated-node.md).
+        time.sleep(float(os.environ.get("FIREDUP_SIM_EXIT_DELAY_S") or 0))
         raise
     finally:
         proctree.kill_descendants(os.getpid())

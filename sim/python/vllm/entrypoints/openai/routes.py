@@ -8,6 +8,8 @@ import threading
 import time
 from typing import Any
 
+from firedup_sim import clock, faults
+from firedup_sim.metrics import METRICS
 from firedup_sim.textgen import completion_text
 from firedup_sim.uvicorn_like import AccessLoggedHandler
 
@@ -51,6 +53,16 @@ class EngineClient:
 CLIENT: EngineClient | None = None
 
 
+HUNG = threading.Event()  # the hang_after_ready fault
+
+
+def hang_later() -> None:
+    """With hang_after_ready, no request is answered from a moment after ready on (a stuck
+    engine loop: the processes live, the port stays open, nothing answers)."""
+    if faults.has("hang_after_ready"):
+        threading.Timer(clock.scaled(faults.AFTER_READY_S), HUNG.set).start()
+
+
 class VllmHandler(AccessLoggedHandler):
     def reply_json(self, status: int, payload: Any) -> None:
         self.send_reply(status, json.dumps(payload).encode())
@@ -65,6 +77,8 @@ class VllmHandler(AccessLoggedHandler):
     def _route(self, method: str, body: bytes) -> None:
         client = CLIENT
         assert client is not None
+        if HUNG.is_set():
+            threading.Event().wait()  # hang_after_ready: never answers; the client times out
         path = self.path.split("?", 1)[0]
         if (path == "/health" and method == "GET") or path == "/ping":
             self.send_reply(200 if client.check_health() else 503)
@@ -73,7 +87,9 @@ class VllmHandler(AccessLoggedHandler):
         elif path == "/load":
             self.reply_json(200, {"server_load": 0})
         elif path == "/metrics":
-            self.send_reply(200, b"vllm:num_requests_running 0.0\n", "text/plain")
+            name = client.args.served_model_name_resolved
+            text = METRICS.vllm(name, METRICS.kv_usage()).encode()
+            self.send_reply(200, text, "text/plain; version=0.0.4; charset=utf-8")
         elif path == "/v1/models":
             self.reply_json(200, self._models(client))
         elif path in ("/v1/completions", "/v1/chat/completions") and method == "POST":
@@ -101,7 +117,9 @@ class VllmHandler(AccessLoggedHandler):
             data = {}
         prompt = json.dumps(data.get("messages")) if chat else str(data.get("prompt", ""))
         max_new = int(data.get("max_tokens") or data.get("max_completion_tokens") or 16)
-        reply = client.generate(max_new)
+        started = time.monotonic()
+        with METRICS.request():
+            reply = client.generate(max_new)
         if reply is None:
             self.reply_json(
                 500,
@@ -122,6 +140,7 @@ class VllmHandler(AccessLoggedHandler):
         else:
             choice["text"] = text
         prompt_tokens = max(1, len(prompt.split()))
+        METRICS.served(prompt_tokens, max_new, time.monotonic() - started)
         self.reply_json(
             200,
             {
