@@ -165,9 +165,37 @@ def watch_code() -> bytes:
     return zlib.compress(data, 9)
 
 
+def _without_docstrings(source: str) -> str:
+    """Each docstring emptied in place (its line breaks kept): documentation for readers of
+    the code here, not for the node."""
+    lines = source.split("\n")
+    owners = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    spans = []
+    for node in ast.walk(ast.parse(source)):
+        first = node.body[0] if isinstance(node, owners) and node.body else None
+        if (
+            isinstance(first, ast.Expr)
+            and isinstance(first.value, ast.Constant)
+            and isinstance(first.value.value, str)
+            and first.end_lineno is not None
+            and first.end_col_offset is not None
+        ):
+            spans.append(
+                (first.lineno - 1, first.col_offset, first.end_lineno - 1, first.end_col_offset)
+            )
+    for start, col, end, end_col in sorted(spans, reverse=True):
+        # ast's columns count UTF-8 bytes, not characters
+        head = lines[start].encode("utf-8")[:col].decode("utf-8")
+        tail = lines[end].encode("utf-8")[end_col:].decode("utf-8")
+        lines[start : end + 1] = (head + '"""' + "\n" * (end - start) + '"""' + tail).split("\n")
+    return "\n".join(lines)
+
+
 def _without_comments(source: str) -> str:
-    """The source as it runs, minus its comments (the argument has a size budget); every
-    line keeps its number, so a traceback from the node still points at the right line."""
+    """The source as it runs, minus its comments and docstrings (the argument has a size
+    budget); every line keeps its number, so a traceback from the node still points at the
+    right line."""
+    source = _without_docstrings(source)
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     kept = [token for token in tokens if token.type != tokenize.COMMENT]
     return "\n".join(line.rstrip() for line in tokenize.untokenize(kept).split("\n"))

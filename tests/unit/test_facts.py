@@ -22,12 +22,15 @@ def test_a_running_watch_is_on_and_a_stale_one_is_not() -> None:
     stale = json.dumps({"watch_pid": pid, "watch_start": int(start) + 1, "state": "watching"})
     assert watch_alive(live) and not watch_alive(stale)
     assert not watch_alive(None) and not watch_alive("not json")
-    assert _watch(live, watch_alive(live)) == {**json.loads(live), "on": True}
+    view = _watch(live, watch_alive(live))
+    assert view is not None and view.on and view.raw == json.loads(live)
+    assert view.to_json()["on"] is True and view.state == "watching"
     on = _watch(stale, watch_alive(stale))
-    assert on is not None and on["on"] is False
+    assert on is not None and on.on is False
     ended = json.dumps({"watch_pid": pid, "watch_start": int(start), "state": "ended"})
     result = _watch(ended, watch_alive(ended))
-    assert result is not None and result["on"] is False
+    assert result is not None and result.on is False
+    assert _watch("not json", True) is None and _watch(None, True) is None
 
 
 def _read_to_end(log: Path) -> None:
