@@ -160,11 +160,6 @@ def test_stop_leaves_no_process_of_either_run_and_the_port_free(day: Day) -> Non
     assert day.runs["stopped"]["state"] == "stopped", day.runs["stopped"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs h23-reader's fix (issue 21 item 5: a stop is a stop): vLLM's EngineDeadError "
-    "on SIGTERM still reads as a crash on this branch",
-)
 def test_explain_log_of_the_stopped_run_does_not_say_failed(day: Day) -> None:
     """Both live runs' logs (the restart stopped the first, `fab stop` the second), and the
     tier's recorded stops whose API server logged EngineDeadError (5 of 7 clean stops do; a
