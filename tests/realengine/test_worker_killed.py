@@ -100,11 +100,6 @@ def test_a_worker_killed_while_loading_fails_the_deploy_in_its_phase(
     assert verdict["phase"] == "loading_weights", verdict
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs h24-top's fix (issue 21: a fatal line is reported 3-4 s late): the wait lets "
-    "a traceback finish for FAIL_GRACE_S = 3 s before it reports",
-)
 def test_a_worker_killed_while_loading_is_reported_within_a_second(
     killed_while_loading: Killed,
 ) -> None:
