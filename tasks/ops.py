@@ -79,6 +79,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         parts.append(f"one slot with {', '.join(mates)}")
     if result.gpus:
         parts.append(gpus_text(result.gpus, run.gpus if run else None))
+    if result.memory:
+        parts.append(result.memory.text())
     if result.patches:
         parts.append(f"patches {', '.join(result.patches)}")
     if result.last_deploy:

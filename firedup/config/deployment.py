@@ -152,6 +152,8 @@ class Deployment(FrozenModel):
     env: dict[str, str] = Field(default_factory=dict)
     secrets: dict[str, SecretSource] = Field(default_factory=dict)
     ready_timeout_s: float = Field(default=1800.0, gt=0)
+    # Ready means it can serve: one real generation before READY (firedup.ops.ready_request).
+    ready_request: bool = False
     patches: list[str] = Field(default_factory=list)
     phase_budgets_s: dict[str, float] = Field(default_factory=dict)
     nodes: list[str] = Field(default_factory=list)  # multi-node: host names in rank order

@@ -65,6 +65,9 @@ class HostSpec(FrozenModel):
     workdir: str = Field(min_length=1)  # the slot's directory (see `slot`)
     slot: str | None = Field(default=None, pattern=NAME_RE)  # several deployments per node
     env: dict[str, str] = Field(default_factory=dict)
+    # What the engine runs on: `auto` tells a CPU node (no nvidia-smi, a CPU build of the
+    # engine) from a GPU node by itself; `cpu` or `gpu` says so outright.
+    accelerator: Literal["auto", "gpu", "cpu"] = "auto"
     deployment: str
     keep_runs: int = Field(default=10, ge=1)
     node_address: str | None = None  # how the other nodes of a multi-node deployment reach it

@@ -29,6 +29,7 @@ from firedup.node.lock import HeldLock, mark_waiting
 from firedup.ops.deploy import DeployPlan, Progress, record, stopped_during_wait
 from firedup.ops.handoff import handoff_of, join
 from firedup.ops.history import Action, outcome_of, read_history, stop_of
+from firedup.ops.ready_request import confirm_serving
 from firedup.readiness.wait import WaitHooks, WaitOptions, wait_ready
 from firedup.readiness.watch import RunWatcher, WaitStatus
 
@@ -151,7 +152,10 @@ def wait_multinode(
             hooks.guard()  # the caller's own guard runs too
             ranks_alive()
 
-        return wait_ready(ranks[0].node, runs[0], options, replace(hooks, guard=guard))
+        status = wait_ready(ranks[0].node, runs[0], options, replace(hooks, guard=guard))
+    first = ranks[0]
+    confirm_serving(first.node, first.plan.host, first.plan.deployment, runs[0])
+    return status
 
 
 STOP_LOOKBACK = 50  # history records `fab wait` reads to learn whether its run was stopped

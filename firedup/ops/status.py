@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
 from firedup.launch.gpus import GpuMemory, gpu_memory
+from firedup.launch.hostmem import HostMemoryUse, host_memory
 from firedup.launch.keepalive import WatchView, read_watch
 from firedup.launch.runs import RunMeta, current_run, tail_log
 from firedup.logscan import LogScanner, Phase, ScanState, Verdict
@@ -62,6 +63,7 @@ class HostStatus:
     lock: LockInfo | None = None
     watch: WatchView | None = None  # the node-side watch's view of the run (issue 25)
     log_refused: str | None = None  # why the log was not read (not a regular file)
+    memory: HostMemoryUse | None = None  # a node without GPUs (a CPU node): its memory
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -129,9 +131,12 @@ def host_status(node: Node, host: HostSpec, deployment: Deployment | None = None
     """Everything `fab status` shows for one host; GPUs only when the deployment is given.
     One round trip (ops/facts.py) where the node runs python3; fact by fact where not."""
     facts = gather_facts(node, host, deployment)
-    if facts is not None:
-        return status_of(host, facts)
-    return _host_status_by_fact(node, host, deployment)
+    status = status_of(host, facts) if facts is not None else None
+    status = status or _host_status_by_fact(node, host, deployment)
+    cpu = status.gpus is None or host.accelerator == "cpu"  # a CPU node: its memory instead
+    if deployment is not None and status.run is not None and cpu:
+        status = replace(status, memory=host_memory(node))
+    return status
 
 
 def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:

@@ -50,6 +50,7 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "hint": scan.hint if scan else None,
         "signals": _signals(status),
         "gpus": [g.to_json() for g in status.gpus] if status.gpus is not None else None,
+        "memory": status.memory.to_json() if status.memory is not None else None,
         "patches": list(status.patches),
         "last_deploy": vars(status.last_deploy).copy() if status.last_deploy else None,
         "decode": status.decode.to_json() if status.decode else None,

@@ -77,6 +77,8 @@ def judged(
         our_sid=current.pid if current else None,
         our_run=current.run_id if current else None,
         restart=restart,
+        accelerator=host.accelerator,
+        launch_env=launch_env(host, deployment),
     )
     situation = with_choice(situation, launch_env(host, deployment))
     script, error = _rendered(host, deployment, placement, facts, situation)

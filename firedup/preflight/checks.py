@@ -11,6 +11,7 @@ from collections.abc import Callable
 from firedup.patching import PatchStatus
 from firedup.preflight.context import architectures
 from firedup.preflight.context_check import check_context
+from firedup.preflight.cpu import check_cpu_memory, is_cpu_node
 from firedup.preflight.flagcheck import check_engine_flags
 from firedup.preflight.gaps import GAPS
 from firedup.preflight.gpuchecks import check_gpu_set, check_gpu_users, check_slots
@@ -184,6 +185,8 @@ def check_leftovers(s: Situation) -> Check:
 
 
 def check_gpus(s: Situation) -> Check:
+    if is_cpu_node(s):
+        return check_cpu_memory(s)  # no GPUs to check: host memory against the KV cache
     d = s.deployment
     if not s.facts.gpus_available:
         return failed(

@@ -70,6 +70,14 @@ class EngineArgs:
 
 
 @dataclass(frozen=True)
+class HostMemory:
+    """The node's memory as the CPU engine counts it (NUMA node 0, the cgroup's limit)."""
+
+    total_bytes: int
+    available_bytes: int
+
+
+@dataclass(frozen=True)
 class NodeFacts:
     python_version: str
     engine_importable: bool
@@ -95,6 +103,8 @@ class NodeFacts:
 
     def gpu_index(self, uuid: str) -> int | None:
         return next((g.index for g in self.gpus if g.uuid and g.uuid == uuid), None)
+    torch_version: str | None = None  # from torch's metadata: `2.13.0+cpu` is a CPU build
+    memory: HostMemory | None = None
 
 
 @cache
@@ -193,6 +203,8 @@ def parse_facts(data: dict[str, Any]) -> NodeFacts:
         login_user=str(disk.get("user", "")),
         engine_args=parse_engine_args(engine.get("args")),
         share=parse_share(data.get("share")),
+        torch_version=engine.get("torch"),
+        memory=HostMemory(**data["memory"]) if data.get("memory") else None,
     )
 
 

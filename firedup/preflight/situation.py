@@ -3,7 +3,8 @@ rendered for the node's engine release, and our current run. Nothing here touche
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from firedup.config.deployment import Deployment
 from firedup.patching import PatchReport
@@ -25,6 +26,8 @@ class Situation:
     gpus_chosen: tuple[int, ...] | None = None  # node GPU indices (firedup.preflight.gpuchoice)
     gpus_why: str = ""
     gpus_short: str = ""  # `gpus: auto` found too few free GPUs: why
+    accelerator: str = "auto"  # the host's `accelerator` key: auto, gpu or cpu
+    launch_env: Mapping[str, str] = field(default_factory=dict)  # what the launch exports
 
     def used_gpus(self, per_node: int) -> tuple[Gpu, ...]:
         """The GPUs the launch will use (after a restart's), in the chosen order; without a

@@ -109,6 +109,7 @@ class HostTracker:
         self.log_grew_at = clock()
         self.signals: Signals | None = None
         self.result: WaitStatus | DeployError | None = None
+        self.log_timed = False  # the phases were placed by the log's timestamps once
 
     def _event(self, kind: Kind, **data: Any) -> WaitEvent:
         run_id = self.run.run_id if self.run else None
@@ -192,16 +193,21 @@ class HostTracker:
 
     def _catch_up(self, scan: ScanState) -> list[WaitEvent]:
         """The first look at a run already under way (`fab wait` re-attaching): the phases it
-        went through before are timed by the log's own timestamps, not all at this moment."""
+        went through before are timed by the log's own timestamps, not all at this moment.
+        Done once, at the first state that carries a timestamp: a log may begin with untimed
+        lines (vLLM's warnings), and a phase entered on them moves back to where the log puts
+        it, never later (a live wait keeps its sub-second clock)."""
         last = scan.last_timestamp
-        if self.phases.entered or last is None:
+        if self.log_timed or last is None:
             return []
+        self.log_timed = True
         now = self.clock()
         events = []
         for span in scan.phases:
             if span.start is not None:
-                ago = max(0.0, (last - span.start).total_seconds())
-                events += self._phase(span.phase, at=now - ago)
+                at = now - max(0.0, (last - span.start).total_seconds())
+                if not self.phases.move_back(span.phase, at):
+                    events += self._phase(span.phase, at=at)
         if self.phases.entered:
             self.phases.started = min(self.phases.started, self.phases.entered[0][1])
         return events

@@ -87,6 +87,16 @@ class PhaseClock:
         self.entered.append((phase, now))
         return closed
 
+    def move_back(self, phase: Phase, at: float) -> bool:
+        """An entered phase began earlier than it was seen (the log says `at`): move its
+        start back, never before the phase ahead of it. False when it was never entered."""
+        for index, (seen, since) in enumerate(self.entered):
+            if seen is phase:
+                floor = self.entered[index - 1][1] if index else float("-inf")
+                self.entered[index] = (phase, max(floor, min(since, at)))
+                return True
+        return False
+
     def timeline(self, now: float, *, done: bool = False) -> Timeline:
         """The phases so far; the current one is open unless the wait is `done`."""
         steps = []

@@ -236,3 +236,28 @@ def test_a_bars_last_reading_goes_out_when_the_next_phase_comes_in_the_same_chun
     assert shown[end + 1][:2] == (Kind.PHASE, "draft_loading"), shown  # the end, then the next
     for event in events:
         VALIDATOR.validate(event.to_json())
+
+
+def test_reattaching_after_an_untimed_first_chunk_still_times_by_the_log() -> None:
+    """Found with the real vLLM (issue 21): its log begins with lines that carry no timestamp
+    (warnings, Triton's notice). A `fab wait` re-attaching got those first, entered
+    `launching` on the operator's clock, and never caught up: `launching 0.1s, total 0.9s`
+    for a run that took a minute."""
+    log = (
+        REPO / "tests" / "fixtures" / "logs" / "vllm" / "real-cpu-0.32-ready-eager.log"
+    ).read_bytes()
+    head = log.index(b"(APIServer pid=")  # the first timestamped line
+    clock = Clock()
+    tracker = HostTracker("cpu-node", clock=clock)
+    scanner = LogScanner(engine=Engine.VLLM)
+    for chunk in (log[:head], log[head:]):
+        clock.now += 0.05
+        scanner.feed(chunk)
+        tracker.scan(scanner.state)
+    seen = {s.phase: s.duration_s for s in tracker.timeline().steps if not s.open}
+    logged = {s.phase: s.duration_s for s in from_spans(scanner.state.phases).steps}
+    assert seen and seen.keys() <= logged.keys()
+    assert all(seen[p] == logged[p] for p in seen), (seen, logged)
+    total = from_spans(scanner.state.phases).total_s
+    assert total is not None and total > 10  # the run took ~16 s by its timestamps
+    assert tracker.elapsed_s() >= total, tracker.elapsed_s()

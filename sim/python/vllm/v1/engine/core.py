@@ -84,8 +84,7 @@ def _start(args: Any, server_up: Any) -> list[tuple[Any, Any]]:
         _PEERS.extend(rendezvous.rendezvous(addr, args.nnodes, 0, hold=True))
     if args.tensor_parallel_size == 1:
         holder = gpustate.Holder(0, "VLLM::EngineCore")
-        info = multiproc_executor.run_steps(args, 0, None, holder, None)
-        _log_kv(args, info["tokens"])
+        multiproc_executor.run_steps(args, 0, None, holder, None, lambda t: _log_kv(args, t))
         return []
     workers = multiproc_executor.start_workers(args, server_up)
     ready: set[int] = set()

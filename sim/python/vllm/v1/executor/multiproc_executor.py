@@ -48,13 +48,19 @@ def execute_model() -> None:
     raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
 
-def run_steps(args: Any, rank: int, barrier: Any, holder: Any, conn: Any) -> dict[str, Any]:
+def run_steps(
+    args: Any, rank: int, barrier: Any, holder: Any, conn: Any, on_kv: Any = None
+) -> dict[str, Any]:
     worker = Worker(args, rank, barrier, holder)
     worker.init_device()
     worker.load_model()
     tokens = worker.compile_and_profile(args.max_model_len_resolved)
+    # The KV cache is sized (and "GPU KV cache size" logged) before the graphs are captured,
+    # as in the real engine (tests/sim/test_vllm_real_order.py).
     if conn is not None and rank == 0:
         conn.send({"stage": "kv", "tokens": tokens})
+    if on_kv is not None:
+        on_kv(tokens)
     worker.capture()
     return {"tokens": tokens}
 
