@@ -335,7 +335,9 @@ def stop_runs(inventory: Path, selector: str | None = None) -> None:
 
     inv = load_inventory(inventory)
     for spec in inv.select(selector):
-        node = open_node(spec)
+        node = _reach(open_node, spec)
+        if node is None:
+            continue
         try:
             end_watch(node, spec)  # a watch would bring the stopped run back
             run = current_run(node, spec)
@@ -345,6 +347,21 @@ def stop_runs(inventory: Path, selector: str | None = None) -> None:
             pass
         finally:
             node.close()
+
+
+def _reach(open_node: Callable[[Any], Any], spec: Any) -> Any:
+    """A connection for a teardown, tried three times: a loaded sshd may turn one away (its
+    MaxStartups), and a run left behind would outlive the test."""
+    from firedup.errors import ConnectError
+
+    for attempt in range(3):
+        try:
+            return open_node(spec)
+        except ConnectError:
+            if attempt == 2:
+                raise
+            time.sleep(0.5 * (attempt + 1))
+    return None
 
 
 # The story's deployment on the simulated node (v3 as launched; v4 and v5 add to it).

