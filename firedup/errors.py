@@ -146,12 +146,16 @@ class ServerCrashedError(DeployError):
         reason: str | None = None,
         excerpt: tuple[str, ...] = (),
         log_path: str | None = None,
+        running: bool = False,
     ) -> None:
         # The same facts as the message, as values, for `--json` readers.
         super().__init__(message, hint=hint)
         self.reason = reason
         self.excerpt = excerpt
         self.log_path = log_path
+        # The failure was read while the server's processes still ran: an engine tearing
+        # itself down (vLLM takes seconds), or one that is stuck and needs `fab stop`.
+        self.running = running
 
 
 class NotReadyError(DeployError):

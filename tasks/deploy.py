@@ -8,12 +8,13 @@ non-zero and never hides another host's outcome.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 
 from invoke.context import Context
 
 from firedup.config.inventory import Inventory
-from firedup.errors import DeployError, StartError, UsageError, WaitInterrupted
+from firedup.errors import (
+    StartError,
+)
 from firedup.launch.runs import RunMeta, current_run, run_by_id
 from firedup.ops.apply import deploy_ranks
 from firedup.ops.deploy import (
@@ -23,8 +24,6 @@ from firedup.ops.deploy import (
     wait_options,
 )
 from firedup.ops.multinode import Rank, wait_recorded
-from firedup.ops.results import HostResults
-from firedup.readiness.report import table
 from firedup.readiness.wait import WaitHooks
 from firedup.readiness.watch import WaitStatus
 
@@ -33,20 +32,17 @@ from .common import (
     MAX_PARALLEL_HELP,
     connect,
     connected,
-    exit_by_rule,
-    fitted,
     get_inventory,
-    limit_connecting,
     number,
-    per_host,
     reporting,
     require_host,
     say,
     task,
     whole,
 )
+from .fleet import Launches, Work, run_fleet
 from .plan import show_plan
-from .progress import Board, HostView, Mode, Output
+from .progress import HostView, Output
 from .shown import shown
 
 HOSTS_HELP = "host, group or comma list (see inventory/hosts.yaml)"
@@ -58,15 +54,6 @@ PLAIN_HELP = "plain lines, one per change, even on a terminal (no live display)"
 UNLOCK_HELP = "take the node's lock even if another operation holds it (ends its holder)"
 
 
-def _ready_message(key: str, status: WaitStatus) -> str:
-    run = status.run
-    where = f" (rank 0 on {run.host})" if key != run.host else ""
-    return (
-        f"{key}: READY  run {run.run_id}{where}, {run.engine.value} on port {run.port}, "
-        f"pid {run.pid}, after {status.elapsed_s:.0f}s"
-    )
-
-
 def _hooks(view: HostView) -> WaitHooks:
     # The raw log crosses the link only when asked for (--follow): the wait reads it on the
     # node (firedup.readiness.nodeside) and gets states, not bytes.
@@ -75,135 +62,6 @@ def _hooks(view: HostView) -> WaitHooks:
             on_status=view.status, on_scan=view.scan, on_log=view.log, on_reconnect=view.reconnect
         )
     return WaitHooks(on_status=view.status, on_scan=view.scan, on_reconnect=view.reconnect)
-
-
-class Launches(dict[str, RunMeta]):
-    """The runs started so far, per host, and the hosts whose start had begun (its answer, the
-    pid, may not have come back yet)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.launching: set[str] = set()
-
-
-def _interrupted(started: Launches, selector: str) -> WaitInterrupted:
-    """Ctrl-C stops waiting, never the servers: say so and how to come back."""
-    if not started and not started.launching:
-        return WaitInterrupted(
-            "interrupted before the launch (preflight or patches); no server was started",
-            hint=f"`fab deploy --host {selector}` when ready",
-        )
-    if not started:
-        # The start may have run on the node before its answer reached us: do not deny it.
-        return WaitInterrupted(
-            "interrupted during the launch; if it got as far as the start, the server keeps "
-            "running",
-            hint=f"`fab status --host {selector}` shows it; `fab wait --host {selector}` "
-            "re-attaches",
-        )
-    runs = ", ".join(f"{h} (run {r.run_id}, pid {r.pid})" for h, r in started.items())
-    names = ",".join(started)
-    return WaitInterrupted(
-        f"interrupted; the server keeps running: {runs}",
-        hint=f"re-attach with `fab wait --host {names}`; stop with `fab stop --host {names}`",
-    )
-
-
-def _finish(results: HostResults[WaitStatus], quiet: bool = False) -> None:
-    """One host: its message or its error. Several: a table, exit non-zero on any failure.
-    `quiet` (--json): stdout carries only the events; errors still go to stderr."""
-    if len(results) == 1:
-        ((key, only),) = results.items()
-        if isinstance(only, DeployError):
-            raise only
-        if not quiet:
-            say(fitted(_ready_message(key, only), sys.stdout))
-        return
-    rows = []
-    for host, result in results.items():
-        if isinstance(result, DeployError):
-            first = str(result).splitlines()[0]
-            rows.append([host, "FAILED", "-", f"{type(result).__name__}: {first}"])
-        else:
-            rows.append(
-                [
-                    host,
-                    "READY",
-                    result.run.run_id,
-                    f"port {result.run.port}, {result.elapsed_s:.0f}s",
-                ]
-            )
-    if not quiet:
-        say(table(["HOST", "RESULT", "RUN", "DETAIL"], rows))
-    exit_by_rule(results)
-
-
-Work = Callable[[Context, Inventory, list[str], HostView, Launches], WaitStatus]
-
-
-def units_of(inv: Inventory, selector: str) -> list[list[str]]:
-    """Selected hosts as units: one host, or every node of a multi-node deployment in rank
-    order (a multi-node deployment is deployed and waited for as a whole, or not at all)."""
-    units: list[list[str]] = []
-    names = [spec.name for spec in inv.select(selector)]
-    for name in names:
-        nodes = inv.deployment_for(inv.host(name)).nodes
-        if not nodes:
-            units.append([name])
-            continue
-        missing = [n for n in nodes if n not in names]
-        if missing:
-            raise UsageError(
-                f"{name} is one of the nodes of multi-node deployment "
-                f"{inv.host(name).deployment}; select them all: --host {','.join(nodes)}"
-            )
-        if nodes not in units:
-            units.append(list(nodes))
-    return units
-
-
-class Fleet:
-    """The selected units on one board: `run(keys)` deploys those units in parallel, each on
-    its row (a rolling restart calls it batch by batch). Ctrl-C ends the command, never a
-    server; the board is closed however it ends."""
-
-    def __init__(self, c: Context, inv: Inventory, selector: str, output: Output, work: Work):
-        self.c, self.inv, self.work = c, inv, work
-        self.units = {",".join(unit): unit for unit in units_of(inv, selector)}
-        self.mode = output.mode()
-        self.board = Board(list(self.units), follow=output.follow, mode=self.mode)
-        self.started = Launches()
-
-    def run(self, keys: list[str]) -> HostResults[WaitStatus]:
-        return per_host(
-            keys,
-            lambda key: self.board.watch(
-                key,
-                lambda: self.work(
-                    self.c, self.inv, self.units[key], self.board.view(key), self.started
-                ),
-            ),
-        )
-
-    def __enter__(self) -> Fleet:
-        return self
-
-    def __exit__(self, kind: object, exc: object, tb: object) -> None:
-        if isinstance(exc, KeyboardInterrupt):
-            error = _interrupted(self.started, ",".join(self.units))
-            self.board.interrupted(error)
-            self.board.close()
-            raise error from None
-        self.board.close()
-
-
-def _run_fleet(
-    c: Context, inv: Inventory, selector: str, output: Output, work: Work, max_parallel: int = 0
-) -> None:
-    limit_connecting(c, max_parallel)
-    with Fleet(c, inv, selector, output, work) as fleet:
-        results = fleet.run(list(fleet.units))
-    _finish(results, quiet=fleet.mode is Mode.JSON)
 
 
 def _ranks(c: Context, inv: Inventory, unit: list[str], run_id: str | None = None) -> list[Rank]:
@@ -304,7 +162,7 @@ def deploy(
             show_plan(c, selector, inventory, restart)
             return
         how = DeployOptions(restart=restart, force=force, force_unlock=force_unlock)
-        _run_fleet(
+        run_fleet(
             c,
             get_inventory(c, inventory),
             selector,
@@ -434,4 +292,4 @@ def wait(
         selector = require_host("wait", host)
         knobs = _knobs(timeout, poll)
         output = Output(follow, json, plain)
-        _run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(*knobs, run))
+        run_fleet(c, get_inventory(c, inventory), selector, output, _wait_one(*knobs, run))

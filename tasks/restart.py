@@ -37,11 +37,10 @@ from .deploy import (
     POLL_HELP,
     TIMEOUT_HELP,
     UNLOCK_HELP,
-    Fleet,
     _deploy_one,
     _knobs,
-    _run_fleet,
 )
+from .fleet import Fleet, run_fleet
 from .progress import Output
 from .shown import shown
 
@@ -90,7 +89,7 @@ def restart(
         inv = get_inventory(c, inventory)
         output = Output(follow, json, plain)
         if not rolling:
-            _run_fleet(c, inv, selector, output, _deploy_one(how, *knobs))
+            run_fleet(c, inv, selector, output, _deploy_one(how, *knobs))
             return
         _roll(c, inv, selector, output, how, knobs, size)
 

@@ -120,7 +120,8 @@ def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) ->
             f"{holders}; our run {run.run_id} failed to bind\n  {where}",
             hint="stop that process or choose another port for the deployment",
         )
-    state = "" if not probe.alive else " (its process is still alive: `fab stop` it)"
+    # Said at once; whether the processes then exit by themselves is told after the verdict.
+    state = "" if not probe.alive else " (its processes were still alive when it was read)"
     if scan.verdict is Verdict.FAILED and scan.reason is not None:
         excerpt = "\n".join(f"    {line}" for line in scan.excerpt)
         return ServerCrashedError(
@@ -130,6 +131,7 @@ def crash_error(run: RunMeta, scan: ScanState, tail: list[str], probe: Probe) ->
             reason=scan.reason.value,
             excerpt=scan.excerpt,
             log_path=run.log_path,
+            running=probe.alive,
         )
     last = "\n".join(f"    {line}" for line in tail[-TAIL_LINES:]) or "    (log is empty)"
     return ServerCrashedError(
