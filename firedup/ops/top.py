@@ -17,8 +17,9 @@ from firedup.errors import DeployError
 from firedup.logscan import Progress
 from firedup.node.base import Node
 from firedup.ops.facts import NodeFacts, gather_facts
-from firedup.ops.serving import Sample, parse_samples, serving
+from firedup.ops.serving import serving
 from firedup.ops.status import RunState, status_of
+from firedup.releases.prometheus import Sample, parse_samples
 
 FORMAT = 1
 

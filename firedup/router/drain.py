@@ -1,14 +1,13 @@
 """Drain: after the router dropped a worker, wait until the worker has no request in flight.
 
-The count is read from the worker's own /metrics on its node (the real metric names: vLLM
-`vllm:num_requests_running` + `vllm:num_requests_waiting`; SGLang `sglang:num_running_reqs` +
-`sglang:num_queue_reqs`, which it serves with `--enable-metrics`). Without /metrics the drain
-waits the grace period out (docs/router.md).
+The count is read from the worker's own /metrics on its node: the running and waiting gauges
+of firedup.releases.metrics (vLLM `vllm:num_requests_running` + `vllm:num_requests_waiting`;
+SGLang `sglang:num_running_reqs` + `sglang:num_queue_reqs`, served with `--enable-metrics`).
+Without /metrics the drain waits the grace period out (docs/router.md).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,29 +15,18 @@ from dataclasses import dataclass
 from firedup.engine import Engine
 from firedup.errors import RouterError
 from firedup.node.base import Node
+from firedup.releases.metrics import NAMES
+from firedup.releases.prometheus import parse_samples
 from firedup.router.http import NoAnswer, node_http
-
-IN_FLIGHT: dict[Engine, tuple[str, ...]] = {
-    Engine.VLLM: ("vllm:num_requests_running", "vllm:num_requests_waiting"),
-    Engine.SGLANG: ("sglang:num_running_reqs", "sglang:num_queue_reqs"),
-}
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
 def in_flight_of(metrics_text: str, engine: Engine) -> int | None:
     """Requests running or queued, summed over the engine's gauges (and their label sets);
     None when the text has none of them."""
-    names = IN_FLIGHT[engine]
-    total, seen = 0.0, False
-    for line in metrics_text.splitlines():
-        match = _SAMPLE.match(line)
-        if match and match.group(1) in names:
-            try:
-                total += float(match.group(3))
-            except ValueError:
-                continue
-            seen = True
-    return round(total) if seen else None
+    names = NAMES[engine]
+    values = parse_samples(metrics_text, at=0.0).values
+    seen = [values[n] for n in (names.running, names.waiting) if n in values]
+    return round(sum(seen)) if seen else None
 
 
 @dataclass(frozen=True)

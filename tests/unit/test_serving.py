@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from firedup.engine import Engine
-from firedup.ops.serving import parse_samples, quantile, serving
+from firedup.ops.serving import quantile, serving
 from firedup.ops.top import TopRow
+from firedup.releases.prometheus import parse_samples
 from tasks.top import fit_columns
 
 VLLM = """
