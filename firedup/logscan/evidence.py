@@ -7,11 +7,13 @@ Several ranks can print their tracebacks at once, so open tracebacks are counted
 Where the frames run (a compiler call, NCCL, the CUDA graph capture) is kept as the
 traceback's hint: it names the cause when the exception line does not, or never came.
 `Exception ignored in:` announces a traceback Python prints and survives (usually at
-interpreter shutdown); its exception never fails a run.
+interpreter shutdown); its exception never fails a run. Nor does a `CancelledError`: a task
+that was cancelled (a stop, a client gone) names no failure.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from enum import Enum
 
@@ -31,7 +33,28 @@ MAX_EXCERPT_LINES = 9
 MAX_LINE_CHARS = 400
 _MAX_OPEN = 64
 _STALE_AFTER_LINES = 400  # a traceback cut off mid-print must not stay open forever
+_CANCELLED = "CancelledError"  # asyncio's and concurrent.futures': what a cancelled task gets
 _DANGLING_LINES = 3  # a log that ends this close to a frame line ends in its traceback
+
+
+# Frames of other printers: IPython's (`/x/llm.py in __init__(self, ...)`, Colab's
+# `[/x/llm.py](https://...) in __init__(`, IPython 8's `File /x/llm.py:247, in __init__(`,
+# `Cell In[3], line 1`) and the Ascend runtime's native error stack (`rtGetDeviceCount
+# execution failed, ...[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]`).
+OTHER_FRAME = re.compile(
+    r"\s*(?:\[?(?:/|[A-Za-z]:\\|<ipython-input-)[^\s\]]*\.py\]?(?:\([^)\s]*\))? in [\w<>.]+\("
+    r"|File [^\s\"]+\.py:\d+, in [\w<>.]+|Cell In\[\d*\], line \d+)"
+    r"|.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$"
+)
+
+
+def is_frame(message: str) -> bool:
+    """A traceback's frame line, whoever printed the traceback."""
+    if 'File "' in message:
+        return FRAME_LINE.match(message) is not None
+    if ".py" in message or "[FUNC:" in message or "Cell In[" in message:
+        return OTHER_FRAME.match(message) is not None
+    return False
 
 
 class LineKind(Enum):
@@ -66,7 +89,7 @@ class Tracebacks:
         if TRACEBACK_HEADER in message:
             self._begin(text, None)
             return LineKind.HEADER
-        frame = 'File "' in message and FRAME_LINE.match(message) is not None
+        frame = is_frame(message)
         if not self.open:
             if frame:
                 self._begin(text, frame_hint(message))  # a traceback without its header
@@ -79,6 +102,7 @@ class Tracebacks:
             self._tail.clear()
             self.closed_hint, self.hint = self.hint, None
             ignored, self._ignoring = self._ignoring, False
+            ignored = ignored or _CANCELLED in message  # a task cancelled: a stop, no cause
             return LineKind.IGNORED_EXCEPTION if ignored else LineKind.EXCEPTION
         self._tail.append(_short(text))
         self.hint = self.hint or frame_hint(message)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from firedup.logscan.signatures import match_signature
+
 # Scary-looking lines that are part of healthy startups (issue 4 §3). They are checked first
 # and can never fail a run, whatever else they contain.
 HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -46,6 +48,35 @@ SERVING = re.compile(
     r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
 )
+
+
+# Proof that the engine itself serves requests, whatever the log kept of its startup (vLLM's
+# API server accepts requests only once its engine is up): its stats with requests running, an
+# error its request handlers logged (`ERROR ... [serving_chat.py:257]`), a traceback through
+# one (`in create_chat_completion`).
+_RUNNING = re.compile(r"\bRunning: [1-9]\d* reqs\b")
+_HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\] ")
+_HANDLER_FRAME = re.compile(
+    r"\bin (?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
+    r"|translation|responses?|messages)|(?:chat_)?completion_(?:stream|full)_generator"
+    r"|do_rerank)\s*$"
+)
+
+
+def serves_requests(text: str, message: str, level: str) -> bool:
+    """Whether a vLLM line shows a request being served: the engine is up and its HTTP side
+    too (`text` is the line with the engine's prefix, `message` without). A handler's line
+    that reports the engine dead (a strong signature) is that failure, not a proof."""
+    if "Running: " in message:
+        return _RUNNING.search(message) is not None
+    if level == "ERROR" and "serving" in text:
+        found = _HANDLER_LOG.search(text) is not None
+    elif ", in " in message and 'File "' in message:
+        found = _HANDLER_FRAME.search(message) is not None
+    else:
+        return False
+    fatal = match_signature(message) if found else None
+    return found and (fatal is None or not fatal.strong)
 
 
 def is_routine(message: str) -> bool:

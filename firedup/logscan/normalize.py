@@ -96,6 +96,8 @@ def clean(raw: bytes) -> str:
 def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
     """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix."""
     stamp: RawStamp | None = None
+    if text[:1] == " ":  # a log pasted indented as a whole (a Markdown code block)
+        text = _unindented(text)
     for _ in range(4):  # wrappers nest (k9s around compose around docker), never deeper
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
             break  # the common case, an engine line with no wrapper: skip the regex
@@ -115,6 +117,15 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
             text = inner
             message, own_stamp, ranks, level = _engine_prefix(text)
     return Line(text, message, stamp or own_stamp, ranks, level)
+
+
+def _unindented(text: str) -> str:
+    """The line without the indentation a paste put in front of a collector's stamp; the
+    indentation of the engine's own lines (code under a frame) is kept."""
+    stripped = text.lstrip(" ")
+    if stripped[:1].isdigit() and _WRAPPER.match(stripped) is not None:
+        return stripped
+    return text
 
 
 def engine_says(text: str) -> bool:

@@ -21,7 +21,7 @@ from firedup.engine import Engine
 from firedup.logscan.context import is_stop, quoted
 from firedup.logscan.evidence import Excerpt, Tracebacks
 from firedup.logscan.failures import FailureRules
-from firedup.logscan.harmless import SERVING, is_routine
+from firedup.logscan.harmless import SERVING, is_routine, serves_requests
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
@@ -195,11 +195,7 @@ class LogScanner(FailureRules):
                 undecided, self._undecided = self._undecided, None
                 if self._verdict is Verdict.STARTING:
                     self._phase_marker(undecided, now, out)  # what it meant for this engine
-        if (
-            self._verdict is Verdict.STARTING
-            and self._serving_counts()
-            and SERVING.search(line.message)
-        ):
+        if self._verdict is Verdict.STARTING and self._serving(line):
             self._advance(Phase.READY, line.text, now, out)
         if self._tracebacks.open:
             if line.level in _MOVED_ON:
@@ -222,13 +218,16 @@ class LogScanner(FailureRules):
     def _story_begun(self) -> bool:
         return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING
 
-    def _serving_counts(self) -> bool:
-        """Whether requests being served would prove the server ready: in an excerpt that
-        starts mid-serving, or from vLLM once its HTTP side is up. SGLang serves its own
+    def _serving(self, line: Line) -> bool:
+        """Whether the line proves the server ready by serving: traffic in an excerpt that
+        starts mid-serving, or from vLLM once its HTTP side is up; vLLM's own proof of a
+        request served (harmless.serves_requests) whatever came before. SGLang serves its own
         warmup requests before it is ready, so its startup needs its ready line."""
-        if not self._story:
+        sglang = self.engine is Engine.SGLANG
+        traffic = not self._story or (not sglang and self._phase.order >= _HTTP_UP)
+        if traffic and SERVING.search(line.message) is not None:
             return True
-        return self.engine is not Engine.SGLANG and self._phase.order >= _HTTP_UP
+        return not (sglang and self._story) and serves_requests(line.text, line.message, line.level)
 
     # -- phases ------------------------------------------------------------------------------
 

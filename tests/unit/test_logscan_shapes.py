@@ -1,0 +1,213 @@
+"""Evidence in shapes the reader had not met: other frame printers, a validator's line, a paste's
+indentation, and what proves a vLLM server was serving.
+
+Each rule also has a crafted fixture pair under tests/fixtures/logs (named in the test); these
+tests pin the rule on the smallest input, including the ways it must not fire.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from firedup.engine import Engine
+from firedup.logscan import Phase, Reason, Verdict, explain
+from firedup.logscan.evidence import is_frame
+from firedup.logscan.normalize import parse_line
+from firedup.logscan.signatures import frame_hint, match_signature
+
+VLLM_UP = (
+    b"INFO 05-02 10:00:00 [api_server.py:1043] vLLM API server version 0.9.1\n"
+    b"INFO 05-02 10:00:41 [api_server.py:1100] Starting vLLM API server on http://0.0.0.0:8000\n"
+    b"INFO:     Application startup complete.\n"
+)
+
+
+def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
+    state = explain(log)
+    return state.verdict, state.phase, state.reason
+
+
+# -- a paste's indentation (field/indented_paste_collector_stamps_cut_in_traceback) ----------
+
+
+def test_indentation_in_front_of_a_collector_stamp_is_the_pastes() -> None:
+    line = parse_line("    2026-02-11T09:14:02.511Z INFO 02-11 09:14:02 [core.py:1] Loading")
+    assert (line.message, line.level) == ("Loading", "INFO")
+    code = parse_line("    2026 = compute_year(args)")  # the engine's own indentation stays
+    assert code.message == "    2026 = compute_year(args)"
+
+
+# -- an exception's message without its exception line ---------------------------------------
+
+
+def test_pydantics_line_for_the_validator_that_raised_is_an_exception_line() -> None:
+    # field/pydantic_value_error_line_alone_model_path
+    log = (
+        b"  Value error, User-specified max_model_len (65536) is greater than the derived "
+        b"max_model_len (max_position_embeddings=32768). [type=value_error, input_value=...]\n"
+    )
+    assert _read(log) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CONTEXT_LENGTH)
+    unknown = b"  Value error, the answer is 42 [type=value_error, input_value=...]\n"
+    assert _read(unknown)[0] is Verdict.STARTING  # names no cause: prose, as a bare ValueError
+
+
+def test_a_max_model_len_too_great_for_model_or_device_is_context_length() -> None:
+    # field/bare_valueerror_device_max_model_len_limit
+    for text in (
+        "User-specified max_model_len (131072) is greater than the derived max_model_len",
+        "TT-X does not support max_model_len greater than 32768 on N150 (received 65536)",
+    ):
+        found = match_signature(text)
+        assert found is not None and found.reason is Reason.CONTEXT_LENGTH, text
+        assert not found.strong, "the same words are a warning under the override"
+    warned = b"WARNING 05-02 10:00:01 [config.py:1] " + b"User-specified max_model_len (9) is "
+    assert _read(warned + b"greater than the derived max_model_len (8).\n")[0] is Verdict.STARTING
+
+
+def test_an_exception_raised_while_the_command_line_is_parsed_is_bad_args() -> None:
+    # vllm/parse_args_valueerror_is_bad_args
+    assert frame_hint('  File "/v/vllm/utils/__init__.py", line 1488, in parse_args') is (
+        Reason.BAD_ARGS
+    )
+    named = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/v/vllm/utils/__init__.py", line 1488, in parse_args\n'
+        b"OSError: /m does not appear to have a file named config.json\n"
+    )
+    assert _read(named)[2] is Reason.MODEL_NOT_FOUND  # a cause the exception names wins
+
+
+# -- frames of other printers -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "frame"),
+    [
+        # IPython's, Colab's (linked), IPython 8's, a notebook cell (field/ipython_traceback_...)
+        ("/usr/lib/python3/site-packages/vllm/llm.py in __init__(self, model, **kwargs)", True),
+        ("[/usr/local/lib/vllm/utils.py](https://localhost:8080/#) in inner(*args)", True),
+        ("File /usr/lib/python3/site-packages/vllm/llm.py:193, in LLM.__init__(self)", True),
+        ("Cell In[3], line 1", True),
+        # the Ascend runtime's native error stack (field/ascend_runtime_error_stack_cut)
+        (
+            "  open device 3 failed, result = 507033.[FUNC:Report][FILE:log_inner.cpp][LINE:161]",
+            True,
+        ),
+        ('  File "/x/vllm/core.py", line 10, in run', True),
+        ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:129: UserWarning: no GPU", False),
+        ("see utils.py in the repository for the details", False),
+        ("[FUNC:x] alone, not at the end of the line [FILE:y]", False),
+    ],
+)
+def test_frames_are_known_whoever_printed_the_traceback(line: str, frame: bool) -> None:
+    assert is_frame(line) is frame
+
+
+def test_a_log_that_ends_in_another_printers_frames_failed() -> None:
+    cut = (
+        b"/usr/lib/python3/site-packages/vllm/engine/llm_engine.py in from_engine_args(cls)\n"
+        b"    413             executor_class = GPUExecutor\n"
+        b"--> 415         engine = cls(\n"
+        b"    416             *engine_configs,\n"
+    )
+    assert _read(cut) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CRASH)
+    survived = cut + b"INFO 05-02 10:00:41 [core.py:1] Loading weights took 3.1 seconds\n"
+    assert _read(survived)[0] is Verdict.STARTING
+
+
+# -- what proves a vLLM server was serving ----------------------------------------------------
+
+NCCL = b"gpu7:930:930 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+STATS = (
+    b"(APIServer pid=3) INFO 03-04 11:20:10 [loggers.py:123] Engine 000: Avg prompt throughput: "
+    b"0.0 tokens/s, Avg generation throughput: 6.0 tokens/s, Running: %d reqs, Waiting: 0 reqs\n"
+)
+
+
+def test_stats_with_requests_running_prove_ready_whatever_came_before() -> None:
+    # vllm/stats_with_running_requests_prove_ready_after_nccl_chatter
+    assert _read(NCCL + STATS % 3)[0] is Verdict.READY
+    assert _read(NCCL + STATS % 0)[0] is Verdict.STARTING  # an idle engine's line proves less
+    sglang = b"[2026-03-02 10:00:05 TP0] Load weight begin. avail mem=78.50 GB\n"
+    assert _read(sglang + b"Running: 3 reqs\n")[0] is Verdict.STARTING  # SGLang: its ready line
+
+
+def test_an_error_logged_by_a_request_handler_shows_a_serving_server() -> None:
+    # vllm/request_handler_error_alone_is_a_serving_server
+    handler = b"(APIServer pid=1) ERROR 05-02 10:11:12 [serving_chat.py:257] ValueError: bad\n"
+    assert _read(handler) == (Verdict.READY, Phase.READY, None)
+    assert _read(handler.replace(b"[serving_chat.py:257]", b"serving_chat.py:257]"))[0] is (
+        Verdict.READY  # vLLM V0's stamp
+    )
+    startup = b"(APIServer pid=1) INFO 05-02 10:11:12 [serving_chat.py:90] Using default params\n"
+    assert (
+        _read(startup)[0] is Verdict.STARTING
+    )  # the handler is built at startup: INFO proves none
+    dead = b"(APIServer pid=1) ERROR 05-02 10:11:12 [serving.py:1173] vllm.v1.engine.exceptions."
+    assert _read(dead + b"EngineDeadError: EngineCore encountered an issue.\n")[0] is (
+        Verdict.FAILED  # a handler reporting the engine dead is that failure, no proof of ready
+    )
+
+
+def test_a_traceback_through_a_request_handler_shows_a_serving_server() -> None:
+    # vllm/cancelled_request_then_handler_traceback_cut
+    frame = b'  File "/v/vllm/entrypoints/openai/api_server.py", line 512, in create_completion\n'
+    code = b"    generator = await handler.create_completion(request, raw_request)\n"
+    assert _read(b"Traceback (most recent call last):\n" + frame + code)[0] is Verdict.READY
+    startup = (
+        b'  File "/v/vllm/entrypoints/openai/api_server.py", line 90, in create_server_socket\n'
+    )
+    bind = b"    sock.bind(addr)\n"
+    assert _read(b"Traceback (most recent call last):\n" + startup + bind)[0] is Verdict.FAILED
+
+
+def test_a_cancelled_task_names_no_failure() -> None:
+    cancelled = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/usr/lib/python3.11/asyncio/locks.py", line 213, in wait\n'
+        b"asyncio.exceptions.CancelledError\n"
+    )
+    assert _read(cancelled)[0] is Verdict.STARTING
+    after = cancelled + b"RuntimeError: Engine core initialization failed. See root cause above.\n"
+    assert _read(after)[2] is Reason.ENGINE_INIT
+
+
+def test_a_traceback_cut_after_a_stop_is_the_stops() -> None:
+    stop = b"INFO 05-02 10:00:03 [launcher.py:80] Received SIGTERM, shutting down\n"
+    cut = b'Traceback (most recent call last):\n  File "/v/x.py", line 3, in run\n    loop()\n'
+    assert _read(stop + cut)[0] is Verdict.STARTING
+    assert _read(cut)[0] is Verdict.FAILED
+
+
+def test_an_engine_process_found_dead_fails_a_ready_server() -> None:
+    # vllm/v0_engine_process_died_while_serving
+    died = (
+        b'  File "/v/vllm/engine/multiprocessing/client.py", line 650, in _process_request\n'
+        b"MQEngineDeadError: Engine loop is not running: RuntimeError('Engine process (pid 91) "
+        b"died.')\n"
+    )
+    assert _read(VLLM_UP + died) == (Verdict.FAILED, Phase.READY, Reason.CRASH)
+    stop = b"INFO 05-02 10:08:59 [launcher.py:80] Received SIGTERM, shutting down\n"
+    assert _read(VLLM_UP + stop + died)[0] is Verdict.READY
+
+
+# -- lines that name the engine or the phase --------------------------------------------------
+
+
+def test_the_route_list_names_vllm_so_uvicorns_line_means_ready() -> None:
+    # vllm/route_list_then_startup_complete_names_vllm
+    routes = b"INFO 07-09 14:02:11 [launcher.py:29] Route: /v1/completions, Methods: POST\n"
+    state = explain(routes + b"INFO:     Application startup complete.\n")
+    assert (state.verdict, state.engine) == (Verdict.READY, Engine.VLLM)
+    template = b"INFO 07-09 14:02:11 [chat_utils.py:1] Detected the chat template content format"
+    assert explain(template + b" to be 'string'.\n").engine is Engine.VLLM
+
+
+def test_any_graph_capture_line_or_bar_is_the_capture() -> None:
+    # vllm/per_size_graph_capture_lines_cut, vllm/capture_bar_of_another_kind
+    per_size = (
+        b"INFO 02-03 04:05:06 [gpu_model_runner.py:3100] Graph capturing for 512 input tokens\n"
+    )
+    assert _read(per_size)[1] is Phase.CUDA_GRAPH
+    bar = b"Capturing prefill CUDA graphs:  40%|####      | 4/10 [00:01<00:02,  3.10it/s]\n"
+    assert _read(bar)[1] is Phase.CUDA_GRAPH
