@@ -51,9 +51,17 @@ SERVING = re.compile(
 
 
 # Proof that the engine itself serves requests, whatever the log kept of its startup (vLLM's
-# API server accepts requests only once its engine is up): its stats with requests running, an
-# error its request handlers logged (`ERROR ... [serving_chat.py:257]`), a traceback through
-# one (`in create_chat_completion`).
+# API server accepts requests only once its engine is up): its stats with requests running, its
+# request log (`Received request chatcmpl-1: ...`, `Added request ...`), an error its request
+# handlers logged (`ERROR ... [serving_chat.py:257]`), a traceback through one (`in
+# create_chat_completion`).
+_REQUEST_LOG = (
+    "Received request ",
+    "Added request ",
+    "Aborted request",
+    "Generated response ",
+    "SpecDecoding metrics: ",  # drafts accepted: requests ran
+)
 _RUNNING = re.compile(r"\bRunning: [1-9]\d* reqs\b")
 _HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\] ")
 _HANDLER_FRAME = re.compile(
@@ -69,6 +77,8 @@ def serves_requests(text: str, message: str, level: str) -> bool:
     that reports the engine dead (a strong signature) is that failure, not a proof."""
     if "Running: " in message:
         return _RUNNING.search(message) is not None
+    if message.startswith(_REQUEST_LOG):
+        return True
     if level == "ERROR" and "serving" in text:
         found = _HANDLER_LOG.search(text) is not None
     elif ", in " in message and 'File "' in message:

@@ -132,6 +132,26 @@ def test_stats_with_requests_running_prove_ready_whatever_came_before() -> None:
     assert _read(sglang + b"Running: 3 reqs\n")[0] is Verdict.STARTING  # SGLang: its ready line
 
 
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"Received request chatcmpl-9f2: params: SamplingParams(n=1), lora_request: None.",
+        b"Added request cmpl-77a1-0.",
+        b"Aborted request(s) chatcmpl-9f2.",
+        b"Generated response chatcmpl-9f2: output: 'Hi', finish_reason: stop",
+        b"SpecDecoding metrics: Mean acceptance length: 2.10, Accepted: 120 tokens",
+    ],
+)
+def test_vllms_request_log_shows_a_serving_server(line: bytes) -> None:
+    # vllm/request_log_after_loading_shows_a_serving_server
+    loading = b"INFO 05-02 10:00:30 [default_loader.py:267] Loading weights took 20.12 seconds\n"
+    logged = b"INFO 05-02 10:09:00 [logger.py:43] " + line + b"\n"
+    assert _read(loading + logged)[0] is Verdict.READY
+    assert _read(loading + b"INFO 05-02 10:09:00 [logger.py:43] Added the model.\n")[0] is (
+        Verdict.STARTING
+    )
+
+
 def test_an_error_logged_by_a_request_handler_shows_a_serving_server() -> None:
     # vllm/request_handler_error_alone_is_a_serving_server
     handler = b"(APIServer pid=1) ERROR 05-02 10:11:12 [serving_chat.py:257] ValueError: bad\n"
