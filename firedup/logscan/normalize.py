@@ -123,8 +123,8 @@ def _unindented(text: str) -> str:
     """The line without the indentation a paste put in front of a collector's stamp; the
     indentation of the engine's own lines (code under a frame) is kept."""
     stripped = text.lstrip(" ")
-    if stripped[:1].isdigit() and _WRAPPER.match(stripped) is not None:
-        return stripped
+    if stripped[:4].isdigit() and stripped[4:5] == "-" and _WRAPPER.match(stripped) is not None:
+        return stripped  # a dated stamp (docker's, journalctl's short-iso): `  12 | ` stays code
     return text
 
 

@@ -33,8 +33,8 @@ def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
 def test_indentation_in_front_of_a_collector_stamp_is_the_pastes() -> None:
     line = parse_line("    2026-02-11T09:14:02.511Z INFO 02-11 09:14:02 [core.py:1] Loading")
     assert (line.message, line.level) == ("Loading", "INFO")
-    code = parse_line("    2026 = compute_year(args)")  # the engine's own indentation stays
-    assert code.message == "    2026 = compute_year(args)"
+    for code in ("    2026 = compute_year(args)", "   12 | int main() {"):  # code stays code
+        assert parse_line(code).message == code
 
 
 # -- an exception's message without its exception line ---------------------------------------
