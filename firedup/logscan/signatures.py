@@ -115,7 +115,8 @@ SIGNATURES: tuple[Signature, ...] = (
     W(
         R.MODEL_NOT_FOUND,
         "repo",
-        r"hfvalidationerror|repo id must|gatedrepoerror|cannot access gated repo",
+        r"hfvalidationerror|repo id must|gatedrepoerror"
+        r"|(?:cannot|trying to) access (?:a )?gated repo",  # huggingface_hub's, transformers
     ),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),

@@ -64,6 +64,16 @@ def test_a_max_model_len_too_great_for_model_or_device_is_context_length() -> No
     assert _read(warned + b"greater than the derived max_model_len (8).\n")[0] is Verdict.STARTING
 
 
+def test_a_gated_repository_in_either_wording_is_model_not_found() -> None:
+    # vllm/gated_repo_oserror_without_its_class_name
+    for text in (
+        "OSError: You are trying to access a gated repo.",
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url",
+    ):
+        found = match_signature(text)
+        assert found is not None and found.reason is Reason.MODEL_NOT_FOUND, text
+
+
 def test_an_exception_raised_while_the_command_line_is_parsed_is_bad_args() -> None:
     # vllm/parse_args_valueerror_is_bad_args
     assert frame_hint('  File "/v/vllm/utils/__init__.py", line 1488, in parse_args') is (
