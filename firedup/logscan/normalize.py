@@ -126,6 +126,8 @@ def parse_line(
         if inner is not None and inner is not text:
             text = inner
             message, own_stamp, ranks, level = _engine_prefix(text)
+    if message[-1:] == " ":  # trailing blanks (an editor, a paste) mean nothing
+        message = message.rstrip()
     return Line(text, message, stamp or own_stamp, ranks or tag, level)
 
 

@@ -41,7 +41,6 @@ KNOWN_BREAKS = {
     "srun_label": 3,
     "rank": 3,
     "srun+rank": 6,
-    "trailing": 1,
     "wrap80": 35,
     "wrap100": 23,
     "wrap120": 16,
