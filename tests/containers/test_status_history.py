@@ -63,5 +63,6 @@ def test_status_and_history_name_the_container_and_its_image_and_a_removed_one_i
     assert host["state"] == "exited" and host["signals"] == {**host["signals"], "alive": False}
     stop = fab("stop", "--host", "c", "--inventory", str(inv))
     assert stop.returncode == 0, stop.stdout + stop.stderr
+    assert f"run {run_id} not-running" in stop.stdout  # there was nothing left to stop
     assert name not in containers_of()
     assert status_of(inv)["state"] in ("exited", "stopped")
