@@ -129,3 +129,11 @@ def test_a_cpu_node_gets_no_gpu_device_whatever_the_selection() -> None:
         cpu = _render({"container": {"gpus": "none"}}, runtime=runtime, image="i", tp=1, gpus=[1])
         argv = _argv(cpu)
         assert "--device" not in argv and "--gpus" not in argv
+
+
+def test_the_cdi_kind_names_the_devices_and_a_malformed_one_is_refused_at_load() -> None:
+    host = {"container": {"cdi_kind": "amd.com/gpu"}}
+    argv = _argv(_render(host, runtime="podman", image="i", tp=1, gpus=[2]))
+    assert _devices(argv, "--device") == ["amd.com/gpu=2"]
+    with pytest.raises(InventoryError, match="cdi_kind"):
+        _render({"container": {"cdi_kind": "gpu"}}, runtime="podman", image="i")
