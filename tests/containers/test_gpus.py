@@ -2,7 +2,9 @@
 
 This machine has no GPU and no NVIDIA CDI spec, so the test writes a CDI spec of its own, of a
 kind no one else uses (`container.cdi_kind`), whose devices 0-7 each put one variable into the
-container: the container then shows which devices podman gave it. Removed after the test."""
+container: the container then shows which devices podman gave it. Removed after the test.
+It names GPUs 0-3 of the simulated node's eight, and no `all` device, so preflight's CDI check
+has devices to refuse."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ def cdi_kind() -> Iterator[str]:
         "kind": kind,
         "devices": [
             {"name": str(i), "containerEdits": {"env": [f"FIREDUP_TEST_GPU_{i}=1"]}}
-            for i in range(8)
+            for i in range(4)  # GPUs 0-3, and no `all` device
         ],
     }
     created = not CDI_DIR.exists()
@@ -71,6 +73,7 @@ def test_the_chosen_gpus_are_the_containers_devices_and_the_engine_sees_them_fro
     preflight = fab("preflight", "--host", "c", "--inventory", str(inv), timeout_s=120)
     assert preflight.returncode == 0, preflight.stdout + preflight.stderr
     assert "GPUs 1,3" in preflight.stdout  # the node's GPUs, judged by the node's nvidia-smi
+    assert f"{cdi_kind}=1,3 named by the node's CDI spec" in preflight.stdout
 
     deploy = fab("deploy", "--host", "c", "--inventory", str(inv), timeout_s=180)
     assert deploy.returncode == 0, deploy.stdout + deploy.stderr
@@ -93,3 +96,22 @@ def test_the_chosen_gpus_are_the_containers_devices_and_the_engine_sees_them_fro
     assert stop.returncode == 0, stop.stdout + stop.stderr
     assert name not in containers_of()
     assert os.path.exists(current / "server.log")
+
+
+def test_preflight_refuses_devices_the_nodes_cdi_spec_does_not_name(
+    image: str, cdi_kind: str, podman_inventory: Callable[..., Path], tmp_path: Path
+) -> None:
+    cases = [
+        ({"tp": 2, "gpus": [2, 5]}, cdi_kind, f"has no {cdi_kind}=5 (it names 0,1,2,3)"),
+        ({}, cdi_kind, f"has no {cdi_kind}=all"),  # no selection: every GPU, `all`
+        ({}, "firedup.test/nothing", "no CDI spec on the node names firedup.test/nothing"),
+    ]
+    for deployment, kind, said in cases:
+        inv = podman_inventory(
+            container_deployment(image, **deployment), container={"gpus": "all", "cdi_kind": kind}
+        )
+        result = fab("preflight", "--host", "c", "--inventory", str(inv), timeout_s=120)
+        text = result.stdout + result.stderr
+        assert result.returncode == 6 and "FAIL  cdi devices" in text and said in text, text
+        assert "nvidia-ctk cdi generate" in text
+    assert not (tmp_path / "node" / "runs").exists()  # preflight started nothing

@@ -27,6 +27,7 @@ GpuArgs = Callable[[tuple[int, ...] | None, str], list[str]]
 class Flavour:
     binary: str
     gpu_args: GpuArgs
+    reads_cdi: bool  # its GPU devices are resolved by the node's CDI specs (preflight reads them)
 
 
 def cdi_devices(gpus: tuple[int, ...] | None, kind: str) -> list[str]:
@@ -42,8 +43,8 @@ def docker_gpus(gpus: tuple[int, ...] | None, kind: str) -> list[str]:
     return ["--gpus", "all" if gpus is None else f'"device={",".join(map(str, gpus))}"']
 
 
-PODMAN = Flavour("podman", cdi_devices)
-DOCKER = Flavour("docker", docker_gpus)
+PODMAN = Flavour("podman", cdi_devices, reads_cdi=True)
+DOCKER = Flavour("docker", docker_gpus, reads_cdi=False)
 RUN_FILE = "runtime.argv"  # the runtime's CLI, NUL separated: the node scripts' way to call it
 
 
