@@ -235,3 +235,15 @@ def test_the_tag_before_an_engine_record_is_peeled_from_bare_lines() -> None:
     first = parse_line(record, None, wrappers.saw)
     assert first.message == "# GPU blocks: 1"
     assert parse_line("[rank0]: Killed", wrappers.peel, wrappers.saw).message == "Killed"
+
+
+def test_a_hard_wrapped_frame_line_is_read_joined() -> None:
+    log = (
+        b'  File "/usr/local/lib/python3.10/dist-p\n'
+        b'ackages/vllm/worker/worker.py", line 132, in init_device\n'
+        b"    init_worker_distributed_environment(\n"
+    )
+    state = explain(log)
+    assert (state.verdict, state.reason) == (Verdict.FAILED, Reason.CRASH)
+    # A quoted path that is not a frame stays prose.
+    assert explain(b'Loading File "/m/a\nb.json" done\n').verdict is Verdict.STARTING
