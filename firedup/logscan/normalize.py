@@ -93,12 +93,22 @@ def clean(raw: bytes) -> str:
     return text
 
 
-def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
-    """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix."""
+def parse_line(
+    text: str,
+    peel: Callable[[str], str] | None = None,
+    saw: Callable[[str], None] | None = None,
+) -> Line:
+    """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix;
+    `saw` is told the wrapper found before an engine record further in the line."""
     stamp: RawStamp | None = None
     if text[:1] == " ":  # a log pasted indented as a whole (a Markdown code block)
         text = _unindented(text)
-    for _ in range(4):  # wrappers nest (k9s around compose around docker), never deeper
+    tag = ""  # the innermost process tag peeled (vLLM's, Ray's): it names the rank
+    for _ in range(6):  # wrappers nest (k9s around compose around docker), never deeper
+        if text[:1] == "(":  # process tags, outside or inside any other wrapper
+            inner_tag, rest = _process_tags(text, tag)
+            if rest.strip():  # a tag alone is the line a human sees: keep it as text
+                tag, text = inner_tag, rest
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
             break  # the common case, an engine line with no wrapper: skip the regex
         match = _WRAPPER.match(text)
@@ -113,10 +123,24 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
         inner = _embedded(text)
         if inner is None and peel is not None:
             inner = peel(text)
+        elif inner is not None and saw is not None:
+            saw(text[: len(text) - len(inner)])
         if inner is not None and inner is not text:
             text = inner
             message, own_stamp, ranks, level = _engine_prefix(text)
-    return Line(text, message, stamp or own_stamp, ranks, level)
+    if message[-1:] == " ":  # trailing blanks (an editor, a paste) mean nothing
+        message = message.rstrip()
+    return Line(text, message, stamp or own_stamp, ranks or tag, level)
+
+
+def _process_tags(text: str, tag: str) -> tuple[str, str]:
+    """`(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) rest` -> ("Worker_TP0", "rest")."""
+    match = _VLLM_PROC.match(text)
+    while match is not None:  # tags nest: the innermost names the rank
+        tag = match.group("proc").strip() or tag or "pid"
+        text = text[match.end() :]
+        match = _VLLM_PROC.match(text) if text[:1] == "(" else None
+    return tag, text
 
 
 def _unindented(text: str) -> str:
@@ -181,14 +205,9 @@ def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
 def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     stamp: RawStamp | None = None
     ranks = level = ""
+    if text[:1] == "(":  # process tags nest: `(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) `
+        ranks, text = _process_tags(text, ranks)
     head = text[:1]
-    while head == "(":  # process tags nest: `(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) `
-        match = _VLLM_PROC.match(text)
-        if match is None:
-            break
-        ranks = match.group("proc").strip() or ranks or "pid"  # the innermost names the rank
-        text = text[match.end() :]
-        head = text[:1]
     if head == "[":
         match = _SGLANG.match(text)
         if match:

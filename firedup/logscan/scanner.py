@@ -73,6 +73,7 @@ class LogScanner(FailureRules):
         self._snapshot: ScanState | None = None
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
+        self._held: str | None = None  # the first line offered to the wrappers (wrappers.py)
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
@@ -108,6 +109,9 @@ class LogScanner(FailureRules):
         events: list[Event] = []
         for segment in self._segments.finish():
             self._segment(clean(segment), events)
+        if self._held is not None:
+            held, self._held = self._held, None
+            self._parsed(parse_line(held, self._wrappers.strip), events)
         self._finish_failures(events)
         return events
 
@@ -137,7 +141,17 @@ class LogScanner(FailureRules):
                 for record in records:
                     self._segment(record, events)
                 return
-        line = parse_line(text, self._wrappers.peel)
+        offers = self._wrappers.offers
+        line = parse_line(text, self._wrappers.peel, self._wrappers.saw)
+        if self._held is not None:  # this line has taught whether the held one wears a wrapper
+            held, self._held = self._held, None
+            self._parsed(parse_line(held, self._wrappers.strip), events)
+        elif offers == 0 and self._wrappers.offers:
+            self._held = text  # the first line with no prefix known waits for the next
+            return
+        self._parsed(line, events)
+
+    def _parsed(self, line: Line, events: list[Event]) -> None:
         now = self._clock.resolve(line.stamp) or self._clock.last
         if now is not None and self._spans[0].start is None:
             self._spans[0] = PhaseSpan(Phase.LAUNCHING, now, None)

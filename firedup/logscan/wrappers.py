@@ -9,10 +9,19 @@ a pid or a rank number changes from line to line; its other characters must matc
 Only lines with no engine prefix of their own are offered (normalize decides), so the
 engine's own prefixes and messages are never learned as wrappers.
 
-A short lower-case or numeric tag (`srun --label`'s `0: `, `stderr: `, `worker-1: `) in front
-of what is plainly the engine's (a record, a traceback line, an exception) is learned from
-that one line: a log of one line, or whose lines all differ only in numbers, teaches nothing
-pairwise.
+A prefix found before an engine record further in a line (normalize's record search) is a
+wrapper too (`saw`): it is peeled from the lines that carry it and no record (`[rank0]:
+Killed`), even when no two of those lines tell it pairwise.
+
+A short lower-case, numeric or bracketed tag (`srun --label`'s `0: `, `stderr: `,
+`[rank0]: `) in front of what is plainly the engine's (a record, a traceback line, an
+exception) is learned from that one line: a log of one line, or whose lines all differ only
+in numbers, teaches nothing pairwise.
+
+The first line offered can only be told a wrapper by the line after it, so the scanner holds
+it until then (`offers` counts the lines offered) and reads it again with `strip`, which
+peels what was learned and learns nothing: a two-line log whose cause is in its first line
+(`[rank0]: Extension modules: ...`) is read whole.
 """
 
 from __future__ import annotations
@@ -26,7 +35,8 @@ _DIGITS = str.maketrans("0123456789", "0000000000")
 _SEPARATOR = re.compile(r"[\])|>:-] ")
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
-_TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}): (?=\S)")
+_TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): (?=\S)")
+_ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
 
 
 class Wrappers:
@@ -35,9 +45,17 @@ class Wrappers:
         self._plain = plain
         self._previous = ""  # the last line offered, as its shape (digits made 0)
         self._pattern: re.Pattern[str] | None = None
+        self.offers = 0  # lines offered to peel so far
+
+    def strip(self, text: str) -> str:
+        """`text` without the wrapper learned so far; learns nothing."""
+        pattern = self._pattern
+        match = pattern.match(text) if pattern is not None else None
+        return text[match.end() :] if match is not None and match.end() < len(text) else text
 
     def peel(self, text: str) -> str:
         """`text` without the learned wrapper; `text` itself when it carries none."""
+        self.offers += 1
         pattern = self._pattern
         if pattern is not None:
             match = pattern.match(text)
@@ -53,6 +71,19 @@ class Wrappers:
         self._pattern = learned
         match = learned.match(text)
         return text[match.end() :] if match is not None else text
+
+    def saw(self, wrapper: str) -> None:
+        """`wrapper` stood before an engine record further in the line: peel it everywhere."""
+        pattern = self._pattern
+        if pattern is not None and pattern.fullmatch(wrapper):
+            return
+        if (
+            len(wrapper) <= _LOOK_CHARS
+            and _ENDS_AT_SEPARATOR.match(wrapper)
+            and not EXCEPTION_LINE.match(wrapper)
+            and TRACEBACK_HEADER not in wrapper
+        ):
+            self._pattern = _free_digits(wrapper)
 
     def _tag(self, text: str) -> re.Pattern[str] | None:
         tag = _TAG.match(text)
