@@ -45,7 +45,8 @@ _JOIN_CHARS = 400  # a wrapped frame line is joined from at most this much of ea
 # `Cell In[3], line 1`) and the Ascend runtime's native error stack (`rtGetDeviceCount
 # execution failed, ...[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]`).
 OTHER_FRAME = re.compile(
-    r"\s*(?:\[?(?:/|[A-Za-z]:\\|<ipython-input-)[^\s\]]*\.py\]?(?:\([^)\s]*\))? in [\w<>.]+\("
+    r"\s*(?:\[(?:/|[A-Za-z]:\\)[^\s\]]*\.py\]\(\S"  # Colab's link alone: the rest may wrap
+    r"|(?:(?:/|[A-Za-z]:\\)[^\s\]]*\.py|<ipython-input-[\w-]+>) in [\w<>.]+\("
     r"|File [^\s\"]+\.py:\d+, in [\w<>.]+|Cell In\[\d*\], line \d+)"
     r"|.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$"
 )
@@ -55,7 +56,7 @@ def is_frame(message: str) -> bool:
     """A traceback's frame line, whoever printed the traceback."""
     if 'File "' in message:
         return FRAME_LINE.match(message) is not None
-    if ".py" in message or "[FUNC:" in message or "Cell In[" in message:
+    if ".py" in message or "[FUNC:" in message or "In[" in message or "<ipython" in message:
         return OTHER_FRAME.match(message) is not None
     return False
 
@@ -79,6 +80,7 @@ class Tracebacks:
         self.hint: Reason | None = None  # where the open traceback's frames run
         self.closed_hint: Reason | None = None  # the hint of the traceback just closed
         self._since_frame = 0  # lines since the last frame or code line of a traceback
+        self.frame = ""  # the line just seen if it is a frame line, joined when it was wrapped
         self._cut_frame = ""  # a frame line cut before its `", line N`: a paste's hard wrap
 
     @property
@@ -99,6 +101,7 @@ class Tracebacks:
             frame, message = True, cut + message  # the rest of a wrapped frame line
         elif not frame and 'File "' in message and '"' not in message.partition('File "')[2]:
             self._cut_frame = message[-_JOIN_CHARS:].lstrip()
+        self.frame = message if frame else ""
         if not self.open:
             if frame:
                 self._begin(text, frame_hint(message))  # a traceback without its header

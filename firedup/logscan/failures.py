@@ -123,6 +123,10 @@ class FailureRules:
 
     @staticmethod
     def _echoed(message: str) -> bool:
+        """Whether every signature the line names is quoted data; an exception's own line
+        quoting its cause (`RuntimeError('Engine process (pid 9) died.')`) is no echo."""
+        if EXCEPTION_LINE.match(message) is not None:
+            return False
         starts = signature_starts(message)
         return bool(starts) and all(quoted(message, start) for start in starts)
 

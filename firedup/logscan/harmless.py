@@ -64,8 +64,8 @@ _REQUEST_LOG = (
 )
 _RUNNING = re.compile(r"\bRunning: [1-9]\d* reqs\b")
 _HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\] ")
-_HANDLER_FRAME = re.compile(
-    r"\bin (?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
+_HANDLER_FRAME = re.compile(  # `, in create_completion`, or that word alone: a wrap's tail
+    r"(?:^|\s)(?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
     r"|translation|responses?|messages)|(?:chat_)?completion_(?:stream|full)_generator"
     r"|do_rerank)\s*$"
 )
@@ -79,14 +79,18 @@ def serves_requests(text: str, message: str, level: str) -> bool:
         return _RUNNING.search(message) is not None
     if message.startswith(_REQUEST_LOG):
         return True
-    if level == "ERROR" and "serving" in text:
-        found = _HANDLER_LOG.search(text) is not None
-    elif ", in " in message and 'File "' in message:
-        found = _HANDLER_FRAME.search(message) is not None
-    else:
+    if level != "ERROR" or "serving" not in text or _HANDLER_LOG.search(text) is None:
         return False
-    fatal = match_signature(message) if found else None
-    return found and (fatal is None or not fatal.strong)
+    fatal = match_signature(message)
+    return fatal is None or not fatal.strong
+
+
+def handler_frame(frame: str) -> bool:
+    """Whether a traceback's frame line (joined when it was wrapped, or its wrapped tail)
+    runs in one of vLLM's request handlers: a request was being served."""
+    return ("create_" in frame or "_generator" in frame or "rerank" in frame) and (
+        _HANDLER_FRAME.search(frame) is not None
+    )
 
 
 def is_routine(message: str) -> bool:

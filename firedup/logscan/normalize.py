@@ -101,14 +101,14 @@ def parse_line(
     """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix;
     `saw` is told the wrapper found before an engine record further in the line."""
     stamp: RawStamp | None = None
-    if text[:1] == " ":  # a log pasted indented as a whole (a Markdown code block)
-        text = _unindented(text)
     tag = ""  # the innermost process tag peeled (vLLM's, Ray's): it names the rank
     for _ in range(6):  # wrappers nest (k9s around compose around docker), never deeper
         if text[:1] == "(":  # process tags, outside or inside any other wrapper
             inner_tag, rest = _process_tags(text, tag)
             if rest.strip():  # a tag alone is the line a human sees: keep it as text
                 tag, text = inner_tag, rest
+        if text[:1] in " \t":  # a log pasted indented as a whole (a Markdown code block)
+            text = _unindented(text)
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
             break  # the common case, an engine line with no wrapper: skip the regex
         match = _WRAPPER.match(text)
@@ -146,7 +146,7 @@ def _process_tags(text: str, tag: str) -> tuple[str, str]:
 def _unindented(text: str) -> str:
     """The line without the indentation a paste put in front of a collector's stamp; the
     indentation of the engine's own lines (code under a frame) is kept."""
-    stripped = text.lstrip(" ")
+    stripped = text.lstrip(" \t")
     if stripped[:4].isdigit() and stripped[4:5] == "-" and _WRAPPER.match(stripped) is not None:
         return stripped  # a dated stamp (docker's, journalctl's short-iso): `  12 | ` stays code
     return text

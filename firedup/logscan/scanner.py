@@ -19,9 +19,9 @@ from datetime import datetime
 
 from firedup.engine import Engine
 from firedup.logscan.context import is_stop, quoted
-from firedup.logscan.evidence import Excerpt, Tracebacks
+from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.failures import FailureRules
-from firedup.logscan.harmless import SERVING, is_routine, serves_requests
+from firedup.logscan.harmless import SERVING, handler_frame, is_routine, serves_requests
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
@@ -224,10 +224,18 @@ class LogScanner(FailureRules):
         if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
             self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
         kind = self._tracebacks.see(line.text, line.message)
+        if kind is LineKind.FRAME and self._in_handler(line.message):
+            self._advance(Phase.READY, line.text, now, out)
         fatal = self._judge(line, kind, now, out)
         if self._verdict is Verdict.STARTING:
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
+
+    def _in_handler(self, message: str) -> bool:
+        """Whether the frame just seen runs in a vLLM request handler while starting."""
+        if self._verdict is not Verdict.STARTING or self.engine is Engine.SGLANG:
+            return False
+        return handler_frame(self._tracebacks.frame or message)
 
     def _story_begun(self) -> bool:
         return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING

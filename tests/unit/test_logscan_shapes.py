@@ -35,6 +35,13 @@ def test_indentation_in_front_of_a_collector_stamp_is_the_pastes() -> None:
     assert (line.message, line.level) == ("Loading", "INFO")
     for code in ("    2026 = compute_year(args)", "   12 | int main() {"):  # code stays code
         assert parse_line(code).message == code
+    # field/compose_around_an_indented_paste_of_stamped_lines: inside another wrapper too
+    for wrapped in (
+        "api-1  |     2026-02-11T09:14:02Z ",
+        "(Replica pid=4)  \t2026-02-11T09:14:02Z ",
+    ):
+        line = parse_line(wrapped + "INFO 02-11 09:14:02 [core.py:1] Loading")
+        assert line.message == "Loading", wrapped
 
 
 # -- an exception's message without its exception line ---------------------------------------
@@ -98,6 +105,8 @@ def test_an_exception_raised_while_the_command_line_is_parsed_is_bad_args() -> N
         ("[/usr/local/lib/vllm/utils.py](https://localhost:8080/#) in inner(*args)", True),
         ("File /usr/lib/python3/site-packages/vllm/llm.py:193, in LLM.__init__(self)", True),
         ("Cell In[3], line 1", True),
+        ("<ipython-input-5-0f3b2c> in <module>()", True),
+        ("[/usr/local/lib/python3.11/dist-packages/vllm/utils.py](https://localhost:8080/", True),
         # the Ascend runtime's native error stack (field/ascend_runtime_error_stack_cut)
         (
             "  open device 3 failed, result = 507033.[FUNC:Report][FILE:log_inner.cpp][LINE:161]",
@@ -184,6 +193,10 @@ def test_a_traceback_through_a_request_handler_shows_a_serving_server() -> None:
     frame = b'  File "/v/vllm/entrypoints/openai/api_server.py", line 512, in create_completion\n'
     code = b"    generator = await handler.create_completion(request, raw_request)\n"
     assert _read(b"Traceback (most recent call last):\n" + frame + code)[0] is Verdict.READY
+    # vllm/handler_frame_wrapped_in_three_pieces_then_cut: the frame's wrapped tail names it
+    wrapped = b'  File "/v/vllm/entrypoints/openai/serving_completion.py", line 310, in\n'
+    tail = b"completion_stream_generator\n    async for res in result_generator:\n"
+    assert _read(b"Traceback (most recent call last):\n" + wrapped + tail)[0] is Verdict.READY
     startup = (
         b'  File "/v/vllm/entrypoints/openai/api_server.py", line 90, in create_server_socket\n'
     )
@@ -219,6 +232,11 @@ def test_an_engine_process_found_dead_fails_a_ready_server() -> None:
     assert _read(VLLM_UP + died) == (Verdict.FAILED, Phase.READY, Reason.CRASH)
     stop = b"INFO 05-02 10:08:59 [launcher.py:80] Received SIGTERM, shutting down\n"
     assert _read(VLLM_UP + stop + died)[0] is Verdict.READY
+    # vllm/v0_engine_dead_bare_line_after_ready: an exception quoting its cause is no echo,
+    bare = b"MQEngineDeadError: Engine loop is not running: RuntimeError('Engine process (pid 9) "
+    assert _read(VLLM_UP + bare + b"died.')\n")[0] is Verdict.FAILED
+    prompt = b"Received request c-1: prompt: 'Engine process (pid 9) died.', params: None\n"
+    assert _read(VLLM_UP + prompt)[0] is Verdict.READY  # but a logged prompt's text is data
 
 
 # -- lines that name the engine or the phase --------------------------------------------------
