@@ -75,7 +75,12 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.OOM, "memory", r"free memory on device .* is less than desired gpu memory utilization"),
     # vLLM's CPU backend: the KV cache asked for (VLLM_CPU_KVCACHE_SPACE) does not fit.
     W(R.OOM, "kv cache allocation", r"available memory on node \d+ .*kv cache allocation is less"),
-    W(R.OOM, "out of memory", r"(?:cuda|hip)(?: error:)? out of memory|outofmemoryerror"),
+    # Any accelerator's allocator: CUDA, ROCm's HIP, Ascend's NPU, Intel's XPU, MUSA, MLU.
+    W(
+        R.OOM,
+        "out of memory",
+        r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory|outofmemoryerror",
+    ),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
     S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
     S(R.NCCL, "watchdog caught", r"watchdog caught collective operation timeout"),

@@ -71,6 +71,14 @@ def test_a_max_model_len_too_great_for_model_or_device_is_context_length() -> No
     assert _read(warned + b"greater than the derived max_model_len (8).\n")[0] is Verdict.STARTING
 
 
+@pytest.mark.parametrize("device", ["CUDA", "HIP", "NPU", "XPU", "MUSA"])
+def test_any_accelerators_out_of_memory_is_oom(device: str) -> None:
+    # field/ascend_npu_out_of_memory_while_loading
+    found = match_signature(f"RuntimeError: {device} out of memory. Tried to allocate 2.00 GiB")
+    assert found is not None and found.reason is Reason.OOM
+    assert match_signature("the run is out of memory budget for tea") is None
+
+
 def test_a_gated_repository_in_either_wording_is_model_not_found() -> None:
     # vllm/gated_repo_oserror_without_its_class_name
     for text in (
