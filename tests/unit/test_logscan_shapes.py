@@ -27,6 +27,13 @@ def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
     return state.verdict, state.phase, state.reason
 
 
+def _names(text: str, reason: Reason) -> bool:
+    """Whether the line names that reason; True when the row is strong (fatal by itself)."""
+    found = match_signature(text)
+    assert found is not None and found.reason is reason, text
+    return found.strong
+
+
 # -- a paste's indentation (field/indented_paste_collector_stamps_cut_in_traceback) ----------
 
 
@@ -64,9 +71,7 @@ def test_a_max_model_len_too_great_for_model_or_device_is_context_length() -> No
         "User-specified max_model_len (131072) is greater than the derived max_model_len",
         "TT-X does not support max_model_len greater than 32768 on N150 (received 65536)",
     ):
-        found = match_signature(text)
-        assert found is not None and found.reason is Reason.CONTEXT_LENGTH, text
-        assert not found.strong, "the same words are a warning under the override"
+        assert not _names(text, Reason.CONTEXT_LENGTH), "a warning under the override too"
     warned = b"WARNING 05-02 10:00:01 [config.py:1] " + b"User-specified max_model_len (9) is "
     assert _read(warned + b"greater than the derived max_model_len (8).\n")[0] is Verdict.STARTING
 
@@ -74,8 +79,7 @@ def test_a_max_model_len_too_great_for_model_or_device_is_context_length() -> No
 @pytest.mark.parametrize("device", ["CUDA", "HIP", "NPU", "XPU", "MUSA"])
 def test_any_accelerators_out_of_memory_is_oom(device: str) -> None:
     # field/ascend_npu_out_of_memory_while_loading
-    found = match_signature(f"RuntimeError: {device} out of memory. Tried to allocate 2.00 GiB")
-    assert found is not None and found.reason is Reason.OOM
+    _names(f"RuntimeError: {device} out of memory. Tried to allocate 2.00 GiB", Reason.OOM)
     assert match_signature("the run is out of memory budget for tea") is None
 
 
@@ -85,8 +89,7 @@ def test_a_gated_repository_in_either_wording_is_model_not_found() -> None:
         "OSError: You are trying to access a gated repo.",
         "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url",
     ):
-        found = match_signature(text)
-        assert found is not None and found.reason is Reason.MODEL_NOT_FOUND, text
+        _names(text, Reason.MODEL_NOT_FOUND)
 
 
 def test_an_exception_raised_while_the_command_line_is_parsed_is_bad_args() -> None:
