@@ -87,7 +87,7 @@ class FailureRules:
             self._warn(line, now, out)
             return False
         ready = self._verdict is Verdict.READY
-        if match is not None and ready and kind is LineKind.PLAIN and self._echoed(message):
+        if match is not None and ready and kind is LineKind.PLAIN and self._echoed(joined):
             return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
         if match is not None and match.strong and not (match.report and ready):
@@ -111,8 +111,10 @@ class FailureRules:
         match = match_signature(message)
         tail, self._wrapped_tail = self._wrapped_tail, ""
         joined = message
-        if match is None and tail and message[:1].islower():
-            for glue in ("", " "):
+        if tail and message[:1].islower():
+            if match is not None:  # it names a cause alone; still the rest of a wrapped line
+                joined = tail + message
+            for glue in ("", " ") if match is None else ():
                 match = match_signature(tail + glue + message[:_JOIN_CHARS])
                 if match is not None:
                     joined = tail + glue + message

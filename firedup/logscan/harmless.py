@@ -63,12 +63,14 @@ _REQUEST_LOG = (
     "SpecDecoding metrics: ",  # drafts accepted: requests ran
 )
 _RUNNING = re.compile(r"\bRunning: [1-9]\d* reqs\b")
-_HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\] ")
-_HANDLER_FRAME = re.compile(  # `, in create_completion`, or that word alone: a wrap's tail
-    r"(?:^|\s)(?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
-    r"|translation|responses?|messages)|(?:chat_)?completion_(?:stream|full)_generator"
-    r"|do_rerank)\s*$"
+_HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\]")
+_HANDLERS = (
+    r"(?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
+    r"|translation|responses?|messages)|(?:chat_)?completion_(?:stream|full)_generator|do_rerank)"
 )
+# A frame `, in create_completion` (or that word alone: a wrap's tail), or the route's code
+# calling the handler (`generator = await handler.create_completion(request, raw_request)`).
+_HANDLER_FRAME = re.compile(rf"(?:^|\s){_HANDLERS}\s*$|\.{_HANDLERS}\(")
 
 
 def serves_requests(text: str, message: str, level: str) -> bool:

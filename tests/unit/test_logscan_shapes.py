@@ -189,6 +189,7 @@ def test_an_error_logged_by_a_request_handler_shows_a_serving_server() -> None:
     assert _read(handler.replace(b"[serving_chat.py:257]", b"serving_chat.py:257]"))[0] is (
         Verdict.READY  # vLLM V0's stamp
     )
+    assert _read(handler.replace(b"] ValueError: bad", b"]"))[0] is Verdict.READY  # wrapped there
     startup = b"(APIServer pid=1) INFO 05-02 10:11:12 [serving_chat.py:90] Using default params\n"
     assert (
         _read(startup)[0] is Verdict.STARTING
@@ -208,6 +209,10 @@ def test_a_traceback_through_a_request_handler_shows_a_serving_server() -> None:
     wrapped = b'  File "/v/vllm/entrypoints/openai/serving_completion.py", line 310, in\n'
     tail = b"completion_stream_generator\n    async for res in result_generator:\n"
     assert _read(b"Traceback (most recent call last):\n" + wrapped + tail)[0] is Verdict.READY
+    # vllm/handler_frame_cut_mid_name_its_code_calls_it: the route's code calls the handler
+    cut = b'  File "/v/vllm/entrypoints/openai/api_server.py", line 640, in create_chat_c\nomp\n'
+    calls = b"    generator = await handler.create_chat_completion(request, raw_request)\n"
+    assert _read(b"Traceback (most recent call last):\n" + cut + calls)[0] is Verdict.READY
     startup = (
         b'  File "/v/vllm/entrypoints/openai/api_server.py", line 90, in create_server_socket\n'
     )
@@ -246,6 +251,10 @@ def test_an_engine_process_found_dead_fails_a_ready_server() -> None:
     # vllm/v0_engine_dead_bare_line_after_ready: an exception quoting its cause is no echo,
     bare = b"MQEngineDeadError: Engine loop is not running: RuntimeError('Engine process (pid 9) "
     assert _read(VLLM_UP + bare + b"died.')\n")[0] is Verdict.FAILED
+    # vllm/v0_engine_dead_line_hard_wrapped_after_ready: the cause on the wrapped line's rest
+    wrapped = b"MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find e\n"
+    rest = b"rror: RuntimeError('Engine process (pid 9) died.').\n"
+    assert _read(VLLM_UP + wrapped + rest)[0] is Verdict.FAILED
     prompt = b"Received request c-1: prompt: 'Engine process (pid 9) died.', params: None\n"
     assert _read(VLLM_UP + prompt)[0] is Verdict.READY  # but a logged prompt's text is data
 
