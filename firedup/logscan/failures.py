@@ -112,8 +112,8 @@ class FailureRules:
         tail, self._wrapped_tail = self._wrapped_tail, ""
         joined = message
         if tail and message[:1].islower():
-            if match is not None:  # it names a cause alone; still the rest of a wrapped line
-                joined = tail + message
+            if match is not None and EXCEPTION_LINE.match(message) is None:
+                joined = tail + message  # it names a cause alone; still a wrapped line's rest
             for glue in ("", " ") if match is None else ():
                 match = match_signature(tail + glue + message[:_JOIN_CHARS])
                 if match is not None:

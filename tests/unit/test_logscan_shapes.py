@@ -255,6 +255,9 @@ def test_an_engine_process_found_dead_fails_a_ready_server() -> None:
     wrapped = b"MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find e\n"
     rest = b"rror: RuntimeError('Engine process (pid 9) died.').\n"
     assert _read(VLLM_UP + wrapped + rest)[0] is Verdict.FAILED
+    noise = b"WARNING: Running pip as the 'root' user can result in broken permissions and more\n"
+    own = b"vllm.engine.multiprocessing." + bare + b"died.')\n"  # its own line, lower-case first
+    assert _read(VLLM_UP + noise + own)[0] is Verdict.FAILED
     prompt = b"Received request c-1: prompt: 'Engine process (pid 9) died.', params: None\n"
     assert _read(VLLM_UP + prompt)[0] is Verdict.READY  # but a logged prompt's text is data
 
