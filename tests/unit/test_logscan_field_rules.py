@@ -247,3 +247,12 @@ def test_a_hard_wrapped_frame_line_is_read_joined() -> None:
     assert (state.verdict, state.reason) == (Verdict.FAILED, Reason.CRASH)
     # A quoted path that is not a frame stays prose.
     assert explain(b'Loading File "/m/a\nb.json" done\n').verdict is Verdict.STARTING
+
+
+def test_a_phase_line_wrapped_mid_word_is_read_joined_and_only_across_the_cut() -> None:
+    head = b"(VllmWorker rank=0 pid=412) INFO 05-01 10:00:09 [gpu.py:1] Loading model wei"
+    assert explain(head + b"\nghts took 14.99 GiB\n").phase is Phase.LOADING_WEIGHTS
+    # A bare line after a short one is its own line; the marker must straddle the cut.
+    assert explain(b"INFO 05-01 10:00:09 [x.py:1] Loading model wei\nghts took 1 GiB\n").phase is (
+        Phase.LAUNCHING
+    )

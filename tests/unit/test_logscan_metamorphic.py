@@ -41,10 +41,10 @@ KNOWN_BREAKS = {
     "srun_label": 3,
     "rank": 3,
     "srun+rank": 6,
-    "wrap80": 23,
-    "wrap100": 12,
+    "wrap80": 20,
+    "wrap100": 11,
     "wrap120": 6,
-    "compose+wrap100": 11,
+    "compose+wrap100": 9,
     "cut_half": 7,
     "cut_to_evidence": 38,
 }
