@@ -41,10 +41,10 @@ KNOWN_BREAKS = {
     "srun_label": 3,
     "rank": 3,
     "srun+rank": 6,
-    "wrap80": 20,
-    "wrap100": 11,
+    "wrap80": 15,
+    "wrap100": 8,
     "wrap120": 6,
-    "compose+wrap100": 9,
+    "compose+wrap100": 8,
     "cut_half": 7,
     "cut_to_evidence": 38,
 }
