@@ -57,6 +57,7 @@ from firedup.logscan.segments import Segmenter
 from firedup.logscan.wrappers import Wrappers
 
 MAX_LAST_LINE_CHARS = 400
+_MAX_HELD = 4  # lines held while no line has taught the log's wrapper yet
 _WRAP_MIN_CHARS = 60  # a line a paste hard-wrapped is at least this long (80 columns, less a tag)
 _MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
 _HTTP_UP = Phase.HTTP_UP.order
@@ -91,7 +92,7 @@ class LogScanner(FailureRules):
         self._snapshot: ScanState | None = None
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
-        self._held: str | None = None  # the first line offered to the wrappers (wrappers.py)
+        self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
@@ -128,9 +129,7 @@ class LogScanner(FailureRules):
         events: list[Event] = []
         for segment in self._segments.finish():
             self._segment(clean(segment), events)
-        if self._held is not None:
-            held, self._held = self._held, None
-            self._parsed(parse_line(held, self._wrappers.strip), events)
+        self._release_held(events)
         self._finish_failures(events)
         return events
 
@@ -161,14 +160,23 @@ class LogScanner(FailureRules):
                     self._segment(record, events)
                 return
         offers = self._wrappers.offers
-        line = parse_line(text, self._wrappers.peel, self._wrappers.saw)
-        if self._held is not None:  # this line has taught whether the held one wears a wrapper
-            held, self._held = self._held, None
-            self._parsed(parse_line(held, self._wrappers.strip), events)
-        elif offers == 0 and self._wrappers.offers:
-            self._held = text  # the first line with no prefix known waits for the next
+        wrappers = self._wrappers
+        line = parse_line(text, wrappers.peel, wrappers.saw)
+        if self._held:  # this line has taught whether the held ones wear a wrapper
+            untaught = wrappers.offers > offers and not wrappers.learned
+            if untaught and not wrappers.teaches(text) and len(self._held) < _MAX_HELD:
+                self._held.append(text)  # a tag on a blank line: wait for one that teaches
+                return
+            self._release_held(events)
+        elif offers == 0 and wrappers.offers:
+            self._held = [text]  # the first line with no prefix known waits for the next
             return
         self._parsed(line, events)
+
+    def _release_held(self, events: list[Event]) -> None:
+        held, self._held = self._held, []
+        for text in held:
+            self._parsed(parse_line(text, self._wrappers.strip), events)
 
     def _parsed(self, line: Line, events: list[Event]) -> None:
         now = self._clock.resolve(line.stamp) or self._clock.last

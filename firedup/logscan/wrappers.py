@@ -19,9 +19,11 @@ exception) is learned from that one line: a log of one line, or whose lines all 
 in numbers, teaches nothing pairwise.
 
 The first line offered can only be told a wrapper by the line after it, so the scanner holds
-it until then (`offers` counts the lines offered) and reads it again with `strip`, which
-peels what was learned and learns nothing: a two-line log whose cause is in its first line
-(`[rank0]: Extension modules: ...`) is read whole.
+it until then (and the lines too short to teach anything, such as a tag on a blank line, up
+to a few; `offers` counts the lines offered), then reads it again with `strip`, which peels
+what was learned and learns nothing: a two-line log whose cause is in its first line
+(`[rank0]: Extension modules: ...`) is read whole. A learned wrapper is peeled once or
+repeated (`[rank0]: [rank0]: `).
 """
 
 from __future__ import annotations
@@ -47,6 +49,15 @@ class Wrappers:
         self._pattern: re.Pattern[str] | None = None
         self.offers = 0  # lines offered to peel so far
 
+    @property
+    def learned(self) -> bool:
+        return self._pattern is not None
+
+    @staticmethod
+    def teaches(text: str) -> bool:
+        """Whether a line is long enough to show a wrapper and a message behind it."""
+        return len(text.strip()) >= _MIN_REST
+
     def strip(self, text: str) -> str:
         """`text` without the wrapper learned so far; learns nothing."""
         pattern = self._pattern
@@ -64,6 +75,8 @@ class Wrappers:
                 return text[match.end() :]
         previous = self._previous
         shape = text[:_LOOK_CHARS].translate(_DIGITS)
+        if not self.teaches(text):
+            return text  # a wrapper alone (`srun: ` on a blank line) teaches nothing
         self._previous = shape
         learned = _learn(previous, shape, text) or self._tag(text)
         if learned is None:
@@ -93,7 +106,8 @@ class Wrappers:
 
 
 def _free_digits(wrapper: str) -> re.Pattern[str]:
-    return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
+    """The wrapper with its numbers free, once or repeated (`[rank0]: [rank0]: ` nests)."""
+    return re.compile("(?:" + re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)) + ")+")
 
 
 def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:

@@ -256,3 +256,14 @@ def test_a_phase_line_wrapped_mid_word_is_read_joined_and_only_across_the_cut() 
     assert explain(b"INFO 05-01 10:00:09 [x.py:1] Loading model wei\nghts took 1 GiB\n").phase is (
         Phase.LAUNCHING
     )
+
+
+def test_a_learned_wrapper_is_peeled_repeated_and_blank_tagged_lines_teach_nothing() -> None:
+    wrappers = Wrappers(plain=None)
+    wrappers.peel("[rank0]: Traceback (most recent call last):")
+    peeled = wrappers.peel('[rank0]: [rank0]: File "/e/x.py", line 5, in <module>')
+    assert peeled == 'File "/e/x.py", line 5, in <module>'
+    blank = Wrappers(plain=None)
+    assert not blank.teaches("srun: ") and blank.peel("srun: ") == "srun: "
+    log = b"srun: Fatal Python error: Segmentation fault\nsrun: \nsrun: \nsrun: Thread 0x7f (most"
+    assert explain(log).reason is Reason.FATAL_PYTHON_ERROR
