@@ -10,7 +10,7 @@ import time
 
 from firedup.engine import Engine
 from firedup.logscan import LogScanner, Phase, Reason, Verdict, explain
-from firedup.logscan.normalize import parse_line, split_records
+from firedup.logscan.normalize import engine_says, parse_line, split_records
 from firedup.logscan.wrappers import Wrappers
 
 RANK_TRACEBACK = b"""[rank0]: Traceback (most recent call last):
@@ -267,3 +267,12 @@ def test_a_learned_wrapper_is_peeled_repeated_and_blank_tagged_lines_teach_nothi
     assert not blank.teaches("srun: ") and blank.peel("srun: ") == "srun: "
     log = b"srun: Fatal Python error: Segmentation fault\nsrun: \nsrun: \nsrun: Thread 0x7f (most"
     assert explain(log).reason is Reason.FATAL_PYTHON_ERROR
+
+
+def test_a_wrapper_inside_a_learned_one_is_learned_from_what_it_leaves() -> None:
+    wrappers = Wrappers(plain=engine_says)
+    stamp = "srun: 2024-02-20 21:46:2{} | ERROR | stderr | "
+    wrappers.peel(stamp.format(1) + "Traceback (most recent call last):")
+    wrappers.peel(stamp.format(2) + "  File /v/x.py, in f")
+    assert wrappers.peel(stamp.format(3) + "    g(self.model_config)") == "    g(self.model_config)"
+    assert wrappers.strip(stamp.format(4) + "more") == "more"

@@ -35,12 +35,9 @@ SCORE = lru_cache(maxsize=1)(_field_score)
 # printed by `python -m tests.unit.test_logscan_metamorphic`; docs/log-analysis.md says what
 # is left and why.
 KNOWN_BREAKS = {
-    "torchserve": 6,
-    "compose+torchserve": 6,
-    "srun": 2,
-    "srun_label": 2,
-    "rank": 1,
-    "srun+rank": 6,
+    "torchserve": 4,
+    "compose+torchserve": 4,
+    "srun+rank": 4,
     "wrap80": 15,
     "wrap100": 8,
     "wrap120": 5,
