@@ -103,10 +103,13 @@ def parse_line(
     stamp: RawStamp | None = None
     tag = ""  # the innermost process tag peeled (vLLM's, Ray's): it names the rank
     for _ in range(6):  # wrappers nest (k9s around compose around docker), never deeper
-        if text[:1] == "(":  # process tags, outside or inside any other wrapper
+        if text[:1] == "(":  # process tags outside another wrapper are peeled with it
             inner_tag, rest = _process_tags(text, tag)
-            if rest.strip():  # a tag alone is the line a human sees: keep it as text
-                tag, text = inner_tag, rest
+            if rest[:1] in " \t":  # a paste's indentation inside the tags
+                rest = _unindented(rest)
+            if rest is text or rest[:1] in _ENGINE_STARTS or _WRAPPER.match(rest) is None:
+                break  # the engine's own tags, kept in the text a human sees
+            tag, text = inner_tag, rest
         if text[:1] in " \t":  # a log pasted indented as a whole (a Markdown code block)
             text = _unindented(text)
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
@@ -119,15 +122,17 @@ def parse_line(
         if match.group("k9s"):
             text = _K9S_TAIL.sub("", text)
     message, own_stamp, ranks, level = _engine_prefix(text)
-    if message is text and not is_routine(text):  # no engine prefix: look further in
-        inner = _embedded(text)
+    if not level and own_stamp is None and not is_routine(message):
+        # No engine prefix, or process tags alone: look further in (wrappers nest inside tags)
+        inner = _embedded(message)
         if inner is None and peel is not None:
-            inner = peel(text)
+            inner = peel(message)
         elif inner is not None and saw is not None:
-            saw(text[: len(text) - len(inner)])
-        if inner is not None and inner is not text:
-            text = inner
-            message, own_stamp, ranks, level = _engine_prefix(text)
+            saw(message[: len(message) - len(inner)])
+        if inner is not None and inner is not message:
+            text = text[: len(text) - len(message)] + inner
+            message, own_stamp, inner_ranks, level = _engine_prefix(inner)
+            ranks = inner_ranks or ranks
     if message[-1:] == " ":  # trailing blanks (an editor, a paste) mean nothing
         message = message.rstrip()
     return Line(text, message, stamp or own_stamp, ranks or tag, level)

@@ -19,9 +19,11 @@ exception) is learned from that one line: a log of one line, or whose lines all 
 in numbers, teaches nothing pairwise.
 
 The first line offered can only be told a wrapper by the line after it, so the scanner holds
-it until then (`offers` counts the lines offered) and reads it again with `strip`, which
-peels what was learned and learns nothing: a two-line log whose cause is in its first line
-(`[rank0]: Extension modules: ...`) is read whole.
+it until then (and the lines too short to teach anything, such as a tag on a blank line, up
+to a few; `offers` counts the lines offered), then reads it again with `strip`, which peels
+what was learned and learns nothing: a two-line log whose cause is in its first line
+(`[rank0]: Extension modules: ...`) is read whole. A learned wrapper is peeled once or
+repeated (`[rank0]: [rank0]: `).
 """
 
 from __future__ import annotations
@@ -35,26 +37,52 @@ _DIGITS = str.maketrans("0123456789", "0000000000")
 _SEPARATOR = re.compile(r"[\])|>:-] ")
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
+_MAX_DEPTH = 2  # learned wrappers nest this deep at most
 _TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): (?=\S)")
 _ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
 
 
 class Wrappers:
-    def __init__(self, plain: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, plain: Callable[[str], bool] | None = None, depth: int = 0) -> None:
         """`plain(text)`: whether text is plainly the engine's (normalize.engine_says)."""
         self._plain = plain
         self._previous = ""  # the last line offered, as its shape (digits made 0)
         self._pattern: re.Pattern[str] | None = None
         self.offers = 0  # lines offered to peel so far
+        self._depth = depth
+        self._inner: Wrappers | None = None  # learns the wrapper inside this one
+
+    @property
+    def learned(self) -> bool:
+        return self._pattern is not None
+
+    @staticmethod
+    def teaches(text: str) -> bool:
+        """Whether a line is long enough to show a wrapper and a message behind it."""
+        return len(text.strip()) >= _MIN_REST
 
     def strip(self, text: str) -> str:
-        """`text` without the wrapper learned so far; learns nothing."""
+        """`text` without the wrappers learned so far; learns nothing."""
         pattern = self._pattern
         match = pattern.match(text) if pattern is not None else None
-        return text[match.end() :] if match is not None and match.end() < len(text) else text
+        if match is None or match.end() >= len(text):
+            return text
+        rest = text[match.end() :]
+        return self._inner.strip(rest) if self._inner is not None else rest
 
     def peel(self, text: str) -> str:
-        """`text` without the learned wrapper; `text` itself when it carries none."""
+        """`text` without the learned wrappers (nested: one inside another is learned from
+        what the outer one leaves); `text` itself when it carries none."""
+        rest = self._peel(text)
+        if rest is text or self._plain is None or self._depth >= _MAX_DEPTH:
+            return rest
+        if self._plain(rest):
+            return rest
+        if self._inner is None:
+            self._inner = Wrappers(self._plain, self._depth + 1)
+        return self._inner.peel(rest)
+
+    def _peel(self, text: str) -> str:
         self.offers += 1
         pattern = self._pattern
         if pattern is not None:
@@ -64,6 +92,8 @@ class Wrappers:
                 return text[match.end() :]
         previous = self._previous
         shape = text[:_LOOK_CHARS].translate(_DIGITS)
+        if not self.teaches(text):
+            return text  # a wrapper alone (`srun: ` on a blank line) teaches nothing
         self._previous = shape
         learned = _learn(previous, shape, text) or self._tag(text)
         if learned is None:
@@ -93,7 +123,8 @@ class Wrappers:
 
 
 def _free_digits(wrapper: str) -> re.Pattern[str]:
-    return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
+    """The wrapper with its numbers free, once or repeated (`[rank0]: [rank0]: ` nests)."""
+    return re.compile("(?:" + re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)) + ")+")
 
 
 def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:

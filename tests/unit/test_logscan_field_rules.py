@@ -10,7 +10,7 @@ import time
 
 from firedup.engine import Engine
 from firedup.logscan import LogScanner, Phase, Reason, Verdict, explain
-from firedup.logscan.normalize import parse_line, split_records
+from firedup.logscan.normalize import engine_says, parse_line, split_records
 from firedup.logscan.wrappers import Wrappers
 
 RANK_TRACEBACK = b"""[rank0]: Traceback (most recent call last):
@@ -247,3 +247,32 @@ def test_a_hard_wrapped_frame_line_is_read_joined() -> None:
     assert (state.verdict, state.reason) == (Verdict.FAILED, Reason.CRASH)
     # A quoted path that is not a frame stays prose.
     assert explain(b'Loading File "/m/a\nb.json" done\n').verdict is Verdict.STARTING
+
+
+def test_a_phase_line_wrapped_mid_word_is_read_joined_and_only_across_the_cut() -> None:
+    head = b"(VllmWorker rank=0 pid=412) INFO 05-01 10:00:09 [gpu.py:1] Loading model wei"
+    assert explain(head + b"\nghts took 14.99 GiB\n").phase is Phase.LOADING_WEIGHTS
+    # A bare line after a short one is its own line; the marker must straddle the cut.
+    assert explain(b"INFO 05-01 10:00:09 [x.py:1] Loading model wei\nghts took 1 GiB\n").phase is (
+        Phase.LAUNCHING
+    )
+
+
+def test_a_learned_wrapper_is_peeled_repeated_and_blank_tagged_lines_teach_nothing() -> None:
+    wrappers = Wrappers(plain=None)
+    wrappers.peel("[rank0]: Traceback (most recent call last):")
+    peeled = wrappers.peel('[rank0]: [rank0]: File "/e/x.py", line 5, in <module>')
+    assert peeled == 'File "/e/x.py", line 5, in <module>'
+    blank = Wrappers(plain=None)
+    assert not blank.teaches("srun: ") and blank.peel("srun: ") == "srun: "
+    log = b"srun: Fatal Python error: Segmentation fault\nsrun: \nsrun: \nsrun: Thread 0x7f (most"
+    assert explain(log).reason is Reason.FATAL_PYTHON_ERROR
+
+
+def test_a_wrapper_inside_a_learned_one_is_learned_from_what_it_leaves() -> None:
+    wrappers = Wrappers(plain=engine_says)
+    stamp = "srun: 2024-02-20 21:46:2{} | ERROR | stderr | "
+    wrappers.peel(stamp.format(1) + "Traceback (most recent call last):")
+    wrappers.peel(stamp.format(2) + "  File /v/x.py, in f")
+    assert wrappers.peel(stamp.format(3) + "    g(self.model_config)") == "    g(self.model_config)"
+    assert wrappers.strip(stamp.format(4) + "more") == "more"
