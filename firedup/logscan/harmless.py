@@ -51,7 +51,8 @@ SERVING = re.compile(
 
 
 # Proof that the engine itself serves requests, whatever the log kept of its startup (vLLM's
-# API server accepts requests only once its engine is up): its stats with requests running, its
+# API server accepts requests only once its engine is up): its stats (logged at INFO only when
+# tokens went through, from a loop the HTTP app starts; V0's engine logs them per step), its
 # request log (`Received request chatcmpl-1: ...`, `Added request ...`), an error its request
 # handlers logged (`ERROR ... [serving_chat.py:257]`), a traceback through one (`in
 # create_chat_completion`).
@@ -62,7 +63,6 @@ _REQUEST_LOG = (
     "Generated response ",
     "SpecDecoding metrics: ",  # drafts accepted: requests ran
 )
-_RUNNING = re.compile(r"\bRunning: [1-9]\d* reqs\b")
 _HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\]")
 _HANDLERS = (
     r"(?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
@@ -77,8 +77,8 @@ def serves_requests(text: str, message: str, level: str) -> bool:
     """Whether a vLLM line shows a request being served: the engine is up and its HTTP side
     too (`text` is the line with the engine's prefix, `message` without). A handler's line
     that reports the engine dead (a strong signature) is that failure, not a proof."""
-    if "Running: " in message:
-        return _RUNNING.search(message) is not None
+    if "Avg prompt throughput" in message:  # its stats (vllm/v1/metrics/loggers.py): see below
+        return True
     if message.startswith(_REQUEST_LOG):
         return True
     if level != "ERROR" or "serving" not in text or _HANDLER_LOG.search(text) is None:
