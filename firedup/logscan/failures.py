@@ -139,7 +139,8 @@ class FailureRules:
         frames = self._tracebacks.frames
         last = frames[-1] if frames else ""
         reason = self._tracebacks.hint or Reason.CRASH
-        self._fail(reason, Line(last, last, None), None, out, exception=False)
+        if self._fail(reason, Line(last, last, None), None, out, exception=False):
+            self._excerpt.from_exception(frames[:-1], last, keep_trigger=False)  # its frames
 
     def _fail(
         self, reason: Reason, line: Line, now: datetime | None, out: list[Event], *, exception: bool

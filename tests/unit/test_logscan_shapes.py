@@ -283,3 +283,20 @@ def test_any_graph_capture_line_or_bar_is_the_capture() -> None:
     assert _read(per_size)[1] is Phase.CUDA_GRAPH
     bar = b"Capturing prefill CUDA graphs:  40%|####      | 4/10 [00:01<00:02,  3.10it/s]\n"
     assert _read(bar)[1] is Phase.CUDA_GRAPH
+
+
+def test_a_log_cut_in_its_traceback_shows_its_last_frames_once() -> None:
+    cut = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/v/vllm/v1/engine/core.py", line 10, in run_engine_core\n'
+        b"    engine_core = EngineCoreProc(*args, **kwargs)\n"
+        b'  File "/v/vllm/v1/engine/core.py", line 80, in __init__\n'
+        b"    self._init_executor()\n"
+    )
+    state = explain(cut)
+    assert state.verdict is Verdict.FAILED
+    assert state.excerpt[-2:] == (
+        '  File "/v/vllm/v1/engine/core.py", line 80, in __init__',
+        "    self._init_executor()",
+    )
+    assert len(set(state.excerpt)) == len(state.excerpt)
