@@ -52,7 +52,7 @@ SERVING = re.compile(
 
 # Proof that the engine itself serves requests, whatever the log kept of its startup (vLLM's
 # API server accepts requests only once its engine is up): its stats (logged at INFO only when
-# tokens went through, from a loop the HTTP app starts; V0's engine logs them per step), its
+# tokens went through, from a loop the HTTP app starts; V0's API server forces one every 10 s), its
 # request log (`Received request chatcmpl-1: ...`, `Added request ...`), an error its request
 # handlers logged (`ERROR ... [serving_chat.py:257]`), a traceback through one (`in
 # create_chat_completion`).
@@ -77,7 +77,7 @@ def serves_requests(text: str, message: str, level: str) -> bool:
     """Whether a vLLM line shows a request being served: the engine is up and its HTTP side
     too (`text` is the line with the engine's prefix, `message` without). A handler's line
     that reports the engine dead (a strong signature) is that failure, not a proof."""
-    if "Avg prompt throughput" in message:  # its stats (vllm/v1/metrics/loggers.py): see below
+    if "Avg prompt throughput" in message:  # its stats (vllm/v1/metrics/loggers.py): see above
         return True
     if message.startswith(_REQUEST_LOG):
         return True
