@@ -188,6 +188,10 @@ def test_vllm_two_nodes_reach_ready_with_rank_1_headless(
         titles = {Path(f"/proc/{p}/cmdline").read_bytes() for p in session_members(pids["b"])}
         assert any(t.startswith(b"VLLM::Worker_TP2") for t in titles)
         assert any(t.startswith(b"VLLM::Worker_TP3") for t in titles)
+        both = _status(inv, "a,b")  # the headless rank: rank 0's state, never `starting`
+        assert {n: h["state"] for n, h in both.items()} == {"a": "ready", "b": "ready"}
+        alone = _status(inv, "b")["b"]
+        assert alone["state"] == "follower" and alone["signals"]["listening"] is False
     finally:
         stop = fab("stop", "--host", "a,b", "--inventory", str(inv), "--grace", "2")
     assert stop.returncode == 0, stop.stderr
