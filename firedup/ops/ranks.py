@@ -68,7 +68,7 @@ def _joined(
         follows = state is RunState.FOLLOWER and rank0_state in LIVE
         if rank0_state is not None and (_node_rank(status) == 0 or follows):
             state = rank0_state
-        view = replace(status.rank, rank0_state=seen, down=down) if status.rank else None
+        view = status.rank and replace(status.rank, rank0_state=seen, down=down, asked=len(ordered))
         joined.append(replace(status, state=state, rank=view))
     return joined
 

@@ -57,10 +57,13 @@ class RankView:
     rank0_host: str | None
     rank0_state: str | None = None  # rank 0's state when the same call asked it
     down: tuple[DownRank, ...] = ()  # the deployment's ranks this call saw dead
+    asked: int = 1  # how many of the deployment's ranks this call asked, this one included
 
     def text(self) -> str:
         if self.node_rank == 0:
             parts = [f"rank 0 of {self.nnodes}"]
+            if self.asked < self.nnodes:  # a dead follower would not show: say so
+                parts.append(f"only {self.asked} of {self.nnodes} ranks asked")
         else:
             parts = [
                 f"rank {self.node_rank} of {self.nnodes}, readiness is rank 0's ({self.rank0_host})"
@@ -80,6 +83,7 @@ class RankView:
             "rank0_host": self.rank0_host,
             "rank0_state": self.rank0_state,
             "down": down,
+            "asked": self.asked,
         }
 
 

@@ -223,12 +223,15 @@ def test_status_shows_rank_1_as_rank_0s_follower_and_its_death(
         assert deploy.returncode == 0, deploy.stderr
         both = _status(inv, "a,b")
         assert both["a"]["state"] == "ready" and both["b"]["state"] == "ready"
-        seen = {"nnodes": 2, "rank0_host": "a", "rank0_state": "ready", "down": []}
+        seen = {"nnodes": 2, "rank0_host": "a", "rank0_state": "ready", "down": [], "asked": 2}
         assert both["a"]["rank"] == {"node_rank": 0, **seen}
         assert both["b"]["rank"] == {"node_rank": 1, **seen}
         alone = _status(inv, "b")["b"]  # rank 0 not asked: a follower, naming its rank 0
         assert alone["state"] == "follower" and alone["signals"]["alive"] is True
         assert alone["rank"]["rank0_host"] == "a" and alone["rank"]["rank0_state"] is None
+        assert alone["rank"]["asked"] == 1
+        text = fab("status", "--host", "a", "--inventory", str(inv)).stdout
+        assert "rank 0 of 2, only 1 of 2 ranks asked" in text  # b's death would not show
         text = fab("status", "--host", "b", "--inventory", str(inv)).stdout
         assert "follower" in text and "rank 1 of 2, readiness is rank 0's (a)" in text
         assert "starting" not in text

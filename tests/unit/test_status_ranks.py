@@ -57,7 +57,10 @@ def test_live_followers_take_rank_0s_state_and_alone_are_followers() -> None:
     alone = join_ranks({"b": host("b", f)})["b"]
     assert isinstance(alone, HostStatus) and alone.state is f and alone.rank is not None
     assert alone.rank.rank0_state is None
-    assert "readiness is rank 0's (a)" in alone.rank.text()
+    assert "readiness is rank 0's (a)" in alone.rank.text() and alone.rank.asked == 1
+    rank0 = join_ranks({"a": host("a", RunState.READY)})["a"]
+    assert isinstance(rank0, HostStatus) and rank0.rank is not None
+    assert rank0.state is RunState.READY and "only 1 of 3 ranks asked" in rank0.rank.text()
 
 
 def test_a_dead_rank_is_never_ready_and_rank_0_is_unhealthy_without_it() -> None:
