@@ -286,13 +286,14 @@ def test_any_graph_capture_line_or_bar_is_the_capture() -> None:
 
 
 def test_a_log_cut_in_its_traceback_shows_its_last_frames_once() -> None:
-    cut = (
-        b"Traceback (most recent call last):\n"
-        b'  File "/v/vllm/v1/engine/core.py", line 10, in run_engine_core\n'
-        b"    engine_core = EngineCoreProc(*args, **kwargs)\n"
-        b'  File "/v/vllm/v1/engine/core.py", line 80, in __init__\n'
-        b"    self._init_executor()\n"
-    )
+    frames = [
+        b'  File "/v/vllm/v1/engine/core.py", line %d, in %s\n    %s\n' % (line, name, code)
+        for line, name, code in (
+            (10, b"run_engine_core", b"engine_core = EngineCoreProc(*args, **kwargs)"),
+            (80, b"__init__", b"self._init_executor()"),
+        )
+    ]
+    cut = b"Traceback (most recent call last):\n" + b"".join(frames)
     state = explain(cut)
     assert state.verdict is Verdict.FAILED
     assert state.excerpt[-2:] == (
