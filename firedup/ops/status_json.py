@@ -42,6 +42,9 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "pid": run.pid if run else None,
         "port": run.port if run else None,
         "run_gpus": list(run.gpus) if run and run.gpus is not None else None,
+        "runtime": run.runtime if run else None,
+        "container": run.container if run else None,
+        "image": run.image if run else None,
         "started_at": run.started_at if run else None,
         "started_by": run.started_by if run else None,
         "uptime_s": round(status.uptime_s, 1) if status.uptime_s is not None else None,
@@ -58,6 +61,7 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "timeline": from_spans(scan.phases).to_json() if scan else None,
         "watch": status.watch.to_json() if status.watch else None,
         "log_refused": status.log_refused,
+        "rank": status.rank.to_json() if status.rank else None,
     }
 
 
