@@ -95,6 +95,17 @@ def handler_frame(frame: str) -> bool:
     )
 
 
+# uvicorn runs each HTTP request's ASGI app in `RequestResponseCycle.run_asgi`
+# (uvicorn/protocols/http/h11_impl.py and httptools_impl.py): a frame there is a request's.
+_ASGI_FRAME = re.compile(r"(?:^|[\s,])in run_asgi\s*$")
+
+
+def asgi_frame(frame: str) -> bool:
+    """Whether a traceback's frame line runs in uvicorn's per-request coroutine: the HTTP
+    server was serving a request (any engine's; SGLang's own warm-up request too)."""
+    return "run_asgi" in frame and _ASGI_FRAME.search(frame) is not None
+
+
 def is_routine(message: str) -> bool:
     """Serving traffic and NCCL chatter: never a failure, so never matched against the table."""
     return message.startswith(ROUTINE) or ' HTTP/1.1" ' in message or "NCCL INFO " in message

@@ -79,7 +79,7 @@ SIGNATURES: tuple[Signature, ...] = (
     W(
         R.OOM,
         "out of memory",
-        r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory|outofmemoryerror",
+        r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory",
     ),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
     S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
@@ -125,23 +125,26 @@ SIGNATURES: tuple[Signature, ...] = (
     W(
         R.MODEL_NOT_FOUND,
         "repo",
-        r"hfvalidationerror|repo id must|gatedrepoerror"
+        r"repo id must|gatedrepoerror"
         r"|(?:cannot|trying to) access (?:a )?gated repo",  # huggingface_hub's, transformers
     ),
+    W(R.MODEL_NOT_FOUND, "hfvalidationerror", r"hfvalidationerror"),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
     # The model is there but cannot be read: a truncated or corrupt checkpoint.
     W(
         R.MODEL_NOT_FOUND,
         "safetensor",
-        r"safetensorerror|safetensors_rust\.\w*error|error while deserializing header",
+        r"safetensorerror|safetensors_rust\.\w*error",
     ),
+    W(R.MODEL_NOT_FOUND, "deserializing header", r"error while deserializing header"),
+    # Each row's needle must be in every text its pattern matches: the needle gates the row.
     W(
         R.UNSUPPORTED_MODEL,
         "not supported",
-        r"model architectures \[.*\] are not supported|unsupported architectures?\b"
-        r"|architecture \S+ not supported",
+        r"model architectures \[.*\] are not supported|architecture \S+ not supported",
     ),
+    W(R.UNSUPPORTED_MODEL, "unsupported architecture", r"unsupported architectures?\b"),
     W(
         R.UNSUPPORTED_MODEL,
         "does not recognize this architecture",
@@ -166,7 +169,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S(
         R.BAD_ARGS,
         ": error: ",
-        r"\berror: (?:unrecognized arguments|ambiguous option|argument \S+: "
+        r": error: (?:unrecognized arguments|ambiguous option|argument \S+: "
         r"|the following arguments are required)",
     ),
     # JIT builds (flashinfer, torch cpp_extension) that fail compile or find no compiler.
@@ -186,6 +189,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.FATAL_PYTHON_ERROR, "received at time=", r"\*\*\* sig\w+ received at time="),
     S(R.CUDA_GRAPH_CAPTURE, "capture cuda graph failed", r"capture cuda graph failed"),
     S(R.WARMUP_FAILED, "warmup error", r"initialization failed\. warmup error"),
+    S(R.WARMUP_FAILED, "aborting startup", r"warmup failed; aborting startup"),
     S(
         R.ENGINE_INIT,
         "initialization failed",

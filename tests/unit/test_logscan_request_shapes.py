@@ -1,0 +1,86 @@
+"""Evidence shapes read from the third blind part's misses (each crafted, none copied): where
+a traceback sits says whose failure it is.
+
+Each rule also has a crafted fixture pair under tests/fixtures/logs (named in the test); these
+tests pin the rule on the smallest input, including the ways it must not fire.
+"""
+
+from __future__ import annotations
+
+from firedup.logscan import Phase, Reason, Verdict, explain
+from firedup.logscan.harmless import asgi_frame
+from firedup.logscan.signatures import SIGNATURES, match_signature
+
+_ASGI = (
+    b"Traceback (most recent call last):\n"
+    b'  File "/srv/env/lib/python3.12/site-packages/uvicorn/protocols/http/httptools_impl.py",'
+    b" line 401, in run_asgi\n"
+    b"    result = await app(  # type: ignore[func-returns-value]\n"
+    b'  File "/srv/env/lib/python3.12/site-packages/starlette/applications.py", line 112,'
+    b" in __call__\n"
+    b"    await self.middleware_stack(scope, receive, send)\n"
+)
+
+
+def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
+    state = explain(log)
+    return state.verdict, state.phase, state.reason
+
+
+# -- a request's traceback (field/request_traceback_cut_in_uvicorn_run_asgi_no_startup) ------
+
+
+def test_a_frame_in_uvicorns_run_asgi_is_a_requests_and_only_that_frame() -> None:
+    assert asgi_frame('  File "/x/uvicorn/protocols/http/h11_impl.py", line 403, in run_asgi')
+    assert not asgi_frame('  File "/x/app.py", line 3, in run_asgi_later')
+    assert not asgi_frame("    result = await app(  # run_asgi")
+
+
+def test_a_log_that_is_only_a_cut_request_traceback_shows_a_serving_server() -> None:
+    """No startup line before it: the log starts mid-serving, and the HTTP server was
+    serving the request the traceback belongs to; a request's error is not the server's."""
+    assert _read(_ASGI) == (Verdict.READY, Phase.READY, None)
+
+
+def test_after_sglangs_startup_a_request_traceback_is_not_its_ready_line() -> None:
+    """SGLang serves its own warm-up request before its ready line: after its startup began,
+    a request's frame does not prove it ready."""
+    log = (
+        b"[2026-03-14 09:10:00] server_args=ServerArgs(model_path='m', port=30000)\n"
+        b"[2026-03-14 09:11:00] INFO:     Uvicorn running on http://0.0.0.0:30000\n" + _ASGI
+    )
+    assert _read(log)[0] is not Verdict.READY
+
+
+# -- rows the table missed (field/unsupported_architectures_lone_line_cut_in_list,
+#    field/sglang_warmup_failed_aborting_startup_then_shutdown) ------------------------------
+
+
+def test_every_rows_needle_is_in_what_its_pattern_matches() -> None:
+    """A row's needle gates its pattern: an alternative without the needle never fired
+    (`Unsupported architectures: X` was missed behind the needle "not supported")."""
+    line = "ValueError: Unsupported architectures: AcmeLM. Supported list: ['BetaLM', 'Gam"
+    found = match_signature(line)
+    assert found is not None and found.reason is Reason.UNSUPPORTED_MODEL and not found.strong
+    assert _read(line.encode()) == (Verdict.FAILED, Phase.LAUNCHING, Reason.UNSUPPORTED_MODEL)
+    for sig in SIGNATURES:
+        for alternative in _alternatives(sig.pattern.pattern):
+            assert sig.needle in alternative.replace("\\", "").lower(), (sig.needle, alternative)
+
+
+def _alternatives(pattern: str) -> list[str]:
+    """A pattern's top-level alternatives (split at each `|` outside any group)."""
+    parts, depth, start = [], 0, 0
+    for at, char in enumerate(pattern):
+        escaped = at > 0 and pattern[at - 1] == "\\"
+        depth += (char == "(" and not escaped) - (char == ")" and not escaped)
+        if char == "|" and depth == 0 and not escaped:
+            parts.append(pattern[start:at])
+            start = at + 1
+    return [*parts, pattern[start:]]
+
+
+def test_a_warmup_that_aborts_the_startup_is_the_warmups_failure() -> None:
+    found = match_signature("Server warmup failed; aborting startup: HTTP server did not become")
+    assert found is not None and found.reason is Reason.WARMUP_FAILED and found.strong
+    assert match_signature("cuda graph warmup failed, falling back to eager") is None
