@@ -179,6 +179,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r"ninja build failed|ninja: build stopped|no such file or directory: 'ninja'",
     ),
     S(R.JIT_BUILD, "error building extension", r"error building extension"),
+    # The compiler's own words (gcc, nvcc's host compiler): a fatal error in a source file
+    # stops the build, and `compilation terminated.` closes it. Only a JIT build compiles.
+    S(R.JIT_BUILD, "compilation terminated", r"^compilation terminated\.\s*$"),
+    S(
+        R.JIT_BUILD,
+        ": fatal error: ",
+        r"\.(?:cuh?|h|hh|hpp|cc|cpp|cxx):\d+(?::\d+)?: fatal error: ",
+    ),
     W(R.JIT_BUILD, "ninja", r"calledprocesserror: command '\['ninja'"),
     W(R.JIT_BUILD, "nvcc", r"\bnvcc\b.*(?:--generate-dependencies|-c |-o )"),
     # A dying interpreter: faulthandler's dump (`File "...", line N in f`, no comma) and the
@@ -215,7 +223,17 @@ SIGNATURES: tuple[Signature, ...] = (
     # vLLM V0's client finding its engine process gone (MQEngineDeadError's cause).
     S(R.CRASH, "engine process", r"engine process \(pid \d+\) died"),
     # A launcher or Ray saying the server (or the actor running it) is gone.
-    S(R.CRASH, "failed to start", r"failed to start (?:the )?model server"),
+    # A wrapper (TorchServe, KServe, lemonade's lemond) saying the server it ran never came up.
+    S(
+        R.CRASH,
+        "failed to start",
+        r"failed to start (?:the )?model server|server failed to start within (?:the )?timeout",
+    ),
+    # vLLM V0's execute_model failed (worker/model_runner_base.py, dump_input_when_exception):
+    # it dumps the batch, then re-raises `Error in model execution (input dumped to ...)`, and
+    # the engine loop dies with it (AsyncLLMEngine is errored from then on).
+    S(R.CRASH, "input of failed execution", r"writing input of failed execution to \S+"),
+    S(R.CRASH, "error in model execution", r"error in model execution \(input dumped to"),
     S(R.CRASH, "actor is dead", r"the actor is dead because its worker process has died"),
     S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
     S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),

@@ -84,3 +84,46 @@ def test_a_warmup_that_aborts_the_startup_is_the_warmups_failure() -> None:
     found = match_signature("Server warmup failed; aborting startup: HTTP server did not become")
     assert found is not None and found.reason is Reason.WARMUP_FAILED and found.strong
     assert match_signature("cuda graph warmup failed, falling back to eager") is None
+
+
+# -- deaths said in other words (vllm/v0_serving_then_execute_model_input_dumped,
+#    field/wrapper_reports_server_failed_to_start_within_timeout) -----------------------------
+
+
+def test_v0s_dump_of_a_failed_execution_is_the_engines_death_even_while_serving() -> None:
+    """vLLM V0 (worker/model_runner_base.py, dump_input_when_exception) dumps the batch and
+    re-raises: the engine loop dies, so a serving server fails (crash; a named cause after
+    it, `Error in model execution: NCCL error`, sharpens it)."""
+    serving = b'INFO:     10.0.0.9:40000 - "POST /v1/completions HTTP/1.1" 200 OK\n'
+    dumped = (
+        b"INFO 03-04 11:20:02 model_runner_base.py:120] Writing input of failed execution to"
+        b" /tmp/err_execute_model_input_20260304-112002.pkl...\n"
+    )
+    assert _read(serving + dumped) == (Verdict.FAILED, Phase.READY, Reason.CRASH)
+    found = match_signature("RuntimeError: Error in model execution (input dumped to /tmp/x.pkl)")
+    assert found is not None and found.reason is Reason.CRASH and found.strong
+    named = b"RuntimeError: Error in model execution: NCCL error: unhandled cuda error\n"
+    assert _read(serving + dumped + named)[2] is Reason.NCCL
+
+
+def test_a_wrapper_saying_its_server_never_came_up_in_time_is_a_failure() -> None:
+    found = match_signature("[Error] (WrappedServer) vllm-server failed to start within timeout")
+    assert found is not None and found.reason is Reason.CRASH and found.strong
+    assert match_signature("Waiting for vllm-server to be ready (timeout: 600s)...") is None
+
+
+# -- the compiler's own words (field/jit_compiler_fatal_error_compilation_terminated_no_traceback)
+
+
+def test_a_compilers_fatal_error_and_its_close_are_a_jit_build_failure() -> None:
+    for line in (
+        "compilation terminated.",
+        "/usr/local/cuda/include/cuda_fp8.hpp:14:10: fatal error: nv/target: No such file",
+        "/root/.cache/jit/op.cu:7: fatal error: cuda_bf16.h: No such file or directory",
+    ):
+        found = match_signature(line)
+        assert found is not None and found.reason is Reason.JIT_BUILD and found.strong, line
+    for prose in ("the compilation terminated early, retrying", "fatal error: model not found"):
+        assert (
+            match_signature(prose) is None or match_signature(prose).reason is not Reason.JIT_BUILD
+        )
