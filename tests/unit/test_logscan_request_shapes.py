@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from firedup.logscan import Phase, Reason, Verdict, explain
 from firedup.logscan.harmless import asgi_frame
+from firedup.logscan.normalize import parse_line
 from firedup.logscan.signatures import SIGNATURES, match_signature
 
 _ASGI = (
@@ -127,3 +128,33 @@ def test_a_compilers_fatal_error_and_its_close_are_a_jit_build_failure() -> None
         assert (
             match_signature(prose) is None or match_signature(prose).reason is not Reason.JIT_BUILD
         )
+
+
+# -- a viewer's columns and a quote (field/viewer_quoted_tab_columns_newest_first_weight_bars),
+#    V0's profile run (vllm/v0_profile_run_for_multimodal_models_pending) -------------------
+
+_BAR = "Loading safetensors checkpoint shards:  48% Completed | 44/90 [03:44<02:10, 2.9s/it]"
+
+
+def test_a_quote_and_a_viewers_tab_separated_stamp_are_peeled() -> None:
+    for prefix in ("> ", ">\t \t", "2026-05-20 10:14:03.117\t", ">  \t2026-05-20 10:14:03\t"):
+        line = parse_line(prefix + _BAR + "\t")
+        assert line.message.rstrip() == _BAR, prefix
+    stamped = parse_line("2026-05-20 10:14:03.117\t" + _BAR)
+    assert stamped.stamp is not None
+    assert _read(f">\t2026-05-20 10:14:03.117\t{_BAR}\n".encode())[1] is Phase.LOADING_WEIGHTS
+
+
+def test_a_stamp_and_a_space_is_the_programs_own_format_and_stays() -> None:
+    """KServe's and Python logging's asctime (`2024-07-01 07:28:04.488 1 kserve ERROR`): the
+    program's line, not a viewer's column, so nothing is peeled."""
+    text = "2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start"
+    assert parse_line(text).message == text
+
+
+def test_v0s_profile_run_line_is_the_memory_profiling_before_the_cache() -> None:
+    log = (
+        b"INFO 06-10 14:02:11 model_runner.py:1072] Loading model weights took 5.0520 GB\n"
+        b"INFO 06-10 14:02:12 model_runner.py:1250] Starting profile run for multi-modal models.\n"
+    )
+    assert _read(log) == (Verdict.STARTING, Phase.KV_CACHE, None)
