@@ -8,6 +8,7 @@ table (the costly part of reading a line); requests answered show a server that 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from firedup.logscan.signatures import match_signature
 
@@ -104,6 +105,14 @@ def asgi_frame(frame: str) -> bool:
     """Whether a traceback's frame line runs in uvicorn's per-request coroutine: the HTTP
     server was serving a request (any engine's; SGLang's own warm-up request too)."""
     return "run_asgi" in frame and _ASGI_FRAME.search(frame) is not None
+
+
+def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool]) -> bool:
+    """Whether a frame shows a request being served: uvicorn's per-request coroutine when
+    requests served count (any engine), or one of vLLM's handlers (never SGLang's warm-up)."""
+    if asgi_frame(frame) and serving_counts():
+        return True
+    return not sglang and handler_frame(frame)
 
 
 def is_routine(message: str) -> bool:

@@ -73,9 +73,6 @@ MARKERS: tuple[Marker, ...] = (
     Marker("torch.compile take", Phase.KV_CACHE),  # "takes" up to ~0.11, "took" since
     Marker("torch.compile took", Phase.KV_CACHE),
     Marker("Memory profiling takes", Phase.KV_CACHE),
-    # V0's runners start the profile run for multi-modal models with this line
-    # (worker/enc_dec_model_runner.py, model_runner.py): the memory profiling, before the cache.
-    Marker("Starting profile run", Phase.KV_CACHE),
     Marker("profiling", Phase.KV_CACHE, _re(r"[Pp]rofiling/warmup run took|^Profiling CUDA graph")),
     Marker("Available KV cache memory", Phase.KV_CACHE),
     Marker("KV cache size", Phase.KV_CACHE, _re(r"^[A-Z]+ KV cache size: [\d,]+ tokens")),

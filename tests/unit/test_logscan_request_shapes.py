@@ -130,8 +130,7 @@ def test_a_compilers_fatal_error_and_its_close_are_a_jit_build_failure() -> None
         )
 
 
-# -- a viewer's columns and a quote (field/viewer_quoted_tab_columns_newest_first_weight_bars),
-#    V0's profile run (vllm/v0_profile_run_for_multimodal_models_pending) -------------------
+# -- a viewer's columns and a quote (field/viewer_quoted_tab_columns_newest_first_weight_bars)
 
 _BAR = "Loading safetensors checkpoint shards:  48% Completed | 44/90 [03:44<02:10, 2.9s/it]"
 
@@ -150,11 +149,3 @@ def test_a_stamp_and_a_space_is_the_programs_own_format_and_stays() -> None:
     program's line, not a viewer's column, so nothing is peeled."""
     text = "2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start"
     assert parse_line(text).message == text
-
-
-def test_v0s_profile_run_line_is_the_memory_profiling_before_the_cache() -> None:
-    log = (
-        b"INFO 06-10 14:02:11 model_runner.py:1072] Loading model weights took 5.0520 GB\n"
-        b"INFO 06-10 14:02:12 model_runner.py:1250] Starting profile run for multi-modal models.\n"
-    )
-    assert _read(log) == (Verdict.STARTING, Phase.KV_CACHE, None)
