@@ -28,6 +28,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from firedup.readiness import bundlecache
+
 ENTRY = "firedup.readiness.nodeside"  # the wait's reader
 FACTS = "firedup.readiness.nodefacts"  # status's and top's facts
 MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatter before it)
@@ -208,6 +210,11 @@ def bundle_arg(entry: str = ENTRY) -> str:
 
 @cache
 def _bundle_arg(entry: str) -> str:
+    version = "{}.{}".format(*sys.version_info[:2])  # the operator python that built it
+    return bundlecache.cached(entry, version, lambda: _build_arg(entry))
+
+
+def _build_arg(entry: str) -> str:
     payload = {"entry": entry, "modules": _bundle(entry)}
     data = json.dumps(payload, sort_keys=True).encode("utf-8")
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
