@@ -40,7 +40,7 @@ from firedup.readiness.shipping import FACTS, bundle_arg
 from firedup.readiness.wait import WaitOptions, wait_ready
 from tasks.top import INTERVAL_S
 from tests.conftest import SIM_MODELS, fab
-from tests.slowlink import SlowLink
+from tests.slowlink import SlowLink, round_trip_s
 
 DELAY_S = 0.05
 MODEL = str(SIM_MODELS / "tiny-llama")  # bench.latency.new_target's
@@ -57,17 +57,6 @@ class StatusSample:
     round_trip_s: float
     after_connect_s: float | None = None
     ok: bool = True
-
-
-def round_trip(node: SshNode) -> float:
-    """The link's round trip on the connection: a global request's reply, the best of 3."""
-    transport = node._conn.client.get_transport()
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.monotonic()
-        transport.global_request("firedup-rtt@firedup", wait=True)
-        best = min(best, time.monotonic() - t0)
-    return best
 
 
 class Served:
@@ -99,7 +88,7 @@ def _firedup(served: Served) -> StatusSample:
         t1 = time.monotonic()
         status = host_status(node, served.spec, served.target.deployment)
         t2 = time.monotonic()
-        rtt = round_trip(node)
+        rtt = round_trip_s(node._conn.client.get_transport())
     finally:
         node.close()
     return StatusSample("firedup", t2 - t0, rtt, t2 - t1, status.state is RunState.READY)

@@ -14,7 +14,6 @@ from typing import Any
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
-from firedup.engine import Engine
 from firedup.launch.gpus import GpuMemory, parse_gpus, smi_argv
 from firedup.launch.keepalive import WatchView
 from firedup.launch.runs import RunMeta, parse_current
@@ -27,6 +26,7 @@ from firedup.ops.history import HistoryRecord, history_path, parse_history
 from firedup.patching.record import parse_record, record_path
 from firedup.readiness.logfeed import scan_from_json
 from firedup.readiness.shipping import FACTS, FrameParser, new_nonce, reader_argv
+from firedup.readiness.watch import LIVENESS
 
 HISTORY_LINES = 51  # one more than status shows: a torn last line takes a slot
 LOG_BOUNDS = {
@@ -38,14 +38,6 @@ LOG_BOUNDS = {
     "decode_lines": decode.RECENT,
 }
 METRIC_PREFIXES = ("vllm:", "sglang:")
-# Each engine's cheap liveness check, for status and top (the wait keeps /health: its 503
-# until warmup is done is the readiness signal). vLLM's /health asks the engine core and
-# answers at once. SGLang 0.5's /health runs a one-token generation and looks for its answer
-# once a second (`await asyncio.sleep(1)` first): never under a second, a generation on the
-# GPU at each refresh of `fab top`. Its /server_info asks the scheduler for its state, a round
-# trip to the scheduler without a batch; a release without it (0.4.0) answers 404 and the
-# node asks /health instead (there a plain 200).
-LIVENESS = {str(Engine.SGLANG): "/server_info"}
 RUN_FILES = ("watch.json",)  # the watch's view of the run (issue 25), when there is one
 
 
@@ -90,7 +82,7 @@ def facts_options(
         "log": LOG_BOUNDS,
         "metrics": {"prefixes": list(METRIC_PREFIXES)} if metrics else None,
         "files": list(RUN_FILES),
-        "live": LIVENESS,
+        "live": {str(engine): path for engine, path in LIVENESS.items()},
     }
 
 

@@ -14,8 +14,7 @@ facts; this script only runs them, at once, and sends one frame back:
 - `metrics`: the server's `/metrics`, asked from the node (no port opened to the operator),
   only the engines' own lines;
 - `files`: small files of the run directory (the watch's `watch.json`), bounded;
-- `live`: engine -> the path of its cheap liveness check, asked for the `probe` fact's
-  `health` in place of /health (SGLang's /health runs a generation and takes a second).
+- `live`: engine -> its cheap liveness check, the `probe` fact's `health` (watch.LIVENESS).
 
 Adding a fact is one entry in the operator's `facts` (ops/facts.py) and its parser there.
 """
@@ -121,9 +120,8 @@ class Jobs:
 
 
 def _look(run: Run, live: dict[str, str]) -> str | None:
-    """The `probe` fact from /proc here, without its forks (nodelook), when /proc can tell;
-    its `health` from the engine's cheap check (`live`: engine -> path, the operator's), or
-    /health where there is none or the release lacks it (404)."""
+    """The `probe` fact from /proc (nodelook), when /proc can tell; `health` from the engine's
+    cheap check (`live`: engine -> path), or /health where it has none or it answers 404."""
     if not run.port.isdigit():
         return None
     text = nodelook.look(run.rundir, int(run.port))

@@ -25,7 +25,7 @@ from firedup.ops.status import RunState, host_status
 from firedup.readiness.shipping import FACTS, bundle_arg
 from firedup.readiness.wait import WaitOptions, wait_ready
 from tests.conftest import REPO, Sshd, sim_deployment, ssh_host
-from tests.slowlink import SlowLink
+from tests.slowlink import SlowLink, round_trip_s
 
 pytestmark = pytest.mark.ssh
 
@@ -144,18 +144,6 @@ class Counting:
         return getattr(self.node, name)
 
 
-def _round_trip(node: SshNode) -> float:
-    """The link's round trip as the connection sees it: a global request with a reply (sshd
-    answers an unknown one at once with a failure), the fastest of three."""
-    transport = node._conn.client.get_transport()
-    best = float("inf")
-    for _ in range(3):
-        t0 = time.monotonic()
-        transport.global_request("firedup-rtt@firedup", wait=True)
-        best = min(best, time.monotonic() - t0)
-    return best
-
-
 def test_status_over_a_100_ms_round_trip_is_one_command(sshd: Sshd, tmp_path: Path) -> None:
     """Every fact of `fab status` (run, lock, history, patches, process, port, liveness,
     GPUs, the log's state, the serving stats) in one command, where it took about six after
@@ -173,7 +161,7 @@ def test_status_over_a_100_ms_round_trip_is_one_command(sshd: Sshd, tmp_path: Pa
         bundle_arg(FACTS)  # built once per firedup install and kept (readiness/bundlecache)
         fresh = SshNode(node.spec)
         fresh._conn.open()  # connected; nothing run on it yet
-        rtt = _round_trip(fresh)
+        rtt = round_trip_s(fresh._conn.client.get_transport())
         counting = Counting(fresh)
         t0 = time.monotonic()
         status = host_status(counting, fresh.spec, plan.deployment)  # type: ignore[arg-type, attr-defined]
