@@ -151,29 +151,35 @@ def test_status_over_a_100_ms_round_trip_is_one_command(sshd: Sshd, tmp_path: Pa
     command costs two round trips (the channel's open, then the exec and its answer: the
     command can't start sooner) plus the node's work, which must stay under 0.3 s: the
     shipped python's start, then the facts at once, the slowest the GPUs' nvidia-smi (SGLang's
-    /health, a generation looked at after a second, is not asked: ops/facts.LIVENESS)."""
+    /health, a generation looked at after a second, is not asked: readiness/watch.LIVENESS).
+    The node's work is about 0.1 s of CPU in six processes: on this shared machine its wall
+    time follows the load, so the median of three fresh connections is held to the bound, as
+    the bench reports it (bench/status.py)."""
     relay = SlowLink(sshd.port, delay_s=0.05)
     node, plan = _node(sshd, relay, tmp_path, BENCH_NOISE_MB="0")
     run = start_plan(node, plan)  # type: ignore[arg-type]
+    took: list[float] = []
     try:
         wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
         node.close()
         bundle_arg(FACTS)  # built once per firedup install and kept (readiness/bundlecache)
-        fresh = SshNode(node.spec)
-        fresh._conn.open()  # connected; nothing run on it yet
-        rtt = round_trip_s(fresh._conn.client.get_transport())
-        counting = Counting(fresh)
-        t0 = time.monotonic()
-        status = host_status(counting, fresh.spec, plan.deployment)  # type: ignore[arg-type, attr-defined]
-        took = time.monotonic() - t0
-        fresh.close()
+        for _ in range(3):
+            fresh = SshNode(node.spec)
+            fresh._conn.open()  # connected; nothing run on it yet
+            rtt = round_trip_s(fresh._conn.client.get_transport())
+            counting = Counting(fresh)
+            t0 = time.monotonic()
+            status = host_status(counting, fresh.spec, plan.deployment)  # type: ignore[arg-type, attr-defined]
+            took.append(time.monotonic() - t0)
+            fresh.close()
+            assert 0.09 < rtt < 0.15, f"the relay's round trip is {rtt:.3f} s"
+            assert status.state is RunState.READY, status
+            assert status.signals is not None and status.signals.health == 200
+            assert status.gpus, "the GPUs came in the same round trip"
+            assert counting.commands == 1
     finally:
         stop_run(node, run, grace_s=2)
         node.close()
         relay.close()
-    assert 0.09 < rtt < 0.15, f"the relay's round trip is {rtt:.3f} s"
-    assert status.state is RunState.READY, status
-    assert status.signals is not None and status.signals.health == 200
-    assert status.gpus, "the GPUs came in the same round trip"
-    assert counting.commands == 1
-    assert took < 2 * rtt + 0.3, f"status took {took:.2f} s, a round trip is {rtt:.3f} s"
+    median = sorted(took)[1]
+    assert median < 2 * rtt + 0.3, f"status took {took} s, a round trip is {rtt:.3f} s"
