@@ -29,6 +29,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from firedup.logscan import ScanState
 from firedup.ops.explain import explain_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
@@ -134,32 +135,52 @@ def labels(part: str) -> list[Label]:
     return [label for label in found if label is not None]
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """One log's reading against its label, each axis as the part's score counts it."""
+
+    got: tuple[str, str, str | None]  # verdict, phase, reason
+    verdict: bool
+    phase: bool | None  # None: the label gives no phase
+    reason: bool | None  # None: the label is not failed
+    healthy_called_failed: bool
+
+    @property
+    def right(self) -> bool:
+        return self.verdict and self.phase is not False and self.reason is not False
+
+
+def judge(label: Label, state: ScanState) -> Judgement:
+    got = (state.verdict.value, state.phase.value, state.reason.value if state.reason else None)
+    # A stopped log was starting or ready when the stop came: anything but failed is right.
+    verdict = got[0] != "failed" if label.verdict == "stopped" else got[0] == label.verdict
+    phase = got[1] in label.phases if label.phases else None
+    reason = None
+    if label.verdict == "failed":
+        reason = got[0] == "failed" and got[2] in label.reasons
+    healthy_called_failed = label.verdict != "failed" and got[0] == "failed"
+    return Judgement(got, verdict, phase, reason, healthy_called_failed)
+
+
 def score(part: str) -> Score:
     result = Score(part)
     for label in labels(part):
-        state = explain_file(label.log).state
-        got = (state.verdict.value, state.phase.value, state.reason.value if state.reason else None)
+        verdict = judge(label, explain_file(label.log).state)
         result.logs += 1
-        # A stopped log was starting or ready when the stop came: anything but failed is right.
-        right = got[0] != "failed" if label.verdict == "stopped" else got[0] == label.verdict
-        result.verdicts += right
-        if label.phases:
+        result.verdicts += verdict.verdict
+        if verdict.phase is not None:
             result.phased += 1
-            result.phases += got[1] in label.phases
-            right = right and got[1] in label.phases
-        if label.verdict == "failed":
+            result.phases += verdict.phase
+        if verdict.reason is not None:
             result.failed += 1
-            reason_right = got[0] == "failed" and got[2] in label.reasons
-            result.reasons += reason_right
-            right = right and reason_right
+            result.reasons += verdict.reason
         elif label.verdict == "starting":
             result.starting += 1
-            result.starting_phases += got[1] in label.phases
-        if label.verdict != "failed" and got[0] == "failed":
-            result.healthy_called_failed += 1
-        if not right:
+            result.starting_phases += bool(verdict.phase)
+        result.healthy_called_failed += verdict.healthy_called_failed
+        if not verdict.right:
             want = (label.verdict, sorted(label.phases), sorted(label.reasons))
-            result.misses.append(f"  {label.log.stem}: got {got}, want {want}")
+            result.misses.append(f"  {label.log.stem}: got {verdict.got}, want {want}")
     return result
 
 

@@ -207,6 +207,9 @@ def render(
             what = f"{deployment.engine.value} {plan.script.release}{assumed}"
             print(shown(f"{spec.name}: rendered for {what}"), file=sys.stderr)
             print(plan.script.text, end="")
+            if plan.script.inner:  # in a container: the engine's script, run inside it
+                print(shown(f"\n# --- engine.sh ({plan.rundir}/engine.sh), run inside it ---"))
+                print(plan.script.inner, end="")
 
 
 @task(

@@ -24,6 +24,14 @@ from .common import (
 HEADERS = ["WHEN (UTC)", "ACTION", "RUN", "OUTCOME", "WHO", "ENGINE", "COMMIT", "SCRIPT", "REASON"]
 
 
+def image_text(record: HistoryRecord) -> str:
+    """The image a container run ran, with the start of the runtime's id for it."""
+    if not record.image:
+        return "-"
+    short = record.image_id.removeprefix("sha256:")[:12]
+    return f"{record.image} ({short})" if short else record.image
+
+
 def history_row(record: HistoryRecord) -> list[str]:
     engine = " ".join(p for p in (record.engine, record.engine_version) if p)
     reason = "; ".join(
@@ -68,5 +76,8 @@ def history(
             say(json.dumps([r.to_json() for r in records], indent=2))
         elif not records:
             say(f"{name}: no history yet")
+        elif any(r.image for r in records):  # containers: which image each run ran
+            rows = [[*history_row(r)[:6], image_text(r), *history_row(r)[6:]] for r in records]
+            say(table([*HEADERS[:6], "IMAGE", *HEADERS[6:]], rows))
         else:
             say(table(HEADERS, [history_row(r) for r in records]))

@@ -75,6 +75,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
     run = result.run
     if run is not None and run.host != result.host:
         parts.append(f"runs {run.host}'s deployment {run.deployment} (same node and workdir)")
+    if run is not None and run.container:
+        parts.append(f"{run.runtime} container {run.container}, image {run.image or 'unknown'}")
     if mates:
         parts.append(f"one slot with {', '.join(mates)}")
     if result.gpus:

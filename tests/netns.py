@@ -32,6 +32,7 @@ from pathlib import Path
 from tests.conftest import SSHD, Sshd, accepts_ssh, stop_process, wait_until
 
 IP = shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin") or "ip"
+NSENTER = shutil.which("nsenter", path="/usr/bin:/bin:/usr/sbin:/sbin") or "nsenter"
 STATE_DIR = Path("/run/firedup-netns")
 NETNS_DIR = Path("/run/netns")
 NET_PREFIX = "10.231"
@@ -364,8 +365,11 @@ class NetnsNetwork:
             home.mkdir()
             _keygen(home / "hostkey")
             config = _sshd_config(home, self.plan.ip(i), self.root / "authorized_keys")
-            # `ip netns exec` execs sshd in place: the Popen pid is sshd's own.
-            argv = [IP, "netns", "exec", ns, SSHD, "-D", "-f", str(config)]
+            # nsenter execs sshd in place (the Popen pid is sshd's own) in the namespace's
+            # network only: `ip netns exec` would also give it a mount namespace with a fresh
+            # /sys, without the cgroup file system a container runtime needs (runc: "no cgroup
+            # mount found in mountinfo").
+            argv = [NSENTER, f"--net={NETNS_DIR / ns}", SSHD, "-D", "-f", str(config)]
             log = ["-E", str(home / "sshd.log")]
             self._sshds.append(subprocess.Popen([*argv, *log], stdin=subprocess.DEVNULL))
 

@@ -23,6 +23,11 @@ class ContainerOptions(BaseModel):
     python: str = "python3"  # the engine's interpreter inside the image
     shm_size: str = Field(default="16g", pattern=r"^[0-9]+[bkmg]?$")
     gpus: Literal["all", "none"] = "all"  # "none": no GPU device asked of the runtime
+    # podman's CDI kind of the node's GPUs (`nvidia-ctk cdi generate` names them so); docker
+    # asks through --gpus and ignores it.
+    cdi_kind: str = Field(
+        default="nvidia.com/gpu", pattern=r"^[a-z0-9][a-z0-9.-]*/[a-zA-Z0-9][a-zA-Z0-9_.-]*$"
+    )
     # The environment of the runtime's own CLI on the node (CONTAINERS_CONF, DOCKER_HOST):
     # not the engine's, which is `env:`.
     runtime_env: dict[str, str] = Field(default_factory=dict)

@@ -11,6 +11,7 @@ import posixpath
 import shlex
 
 from firedup.config.inventory import Deployment, HostSpec
+from firedup.config.slots import gpu_request
 from firedup.node.runtime.base import ContainerLaunch, Mount
 from firedup.node.runtime.oci import OciRuntime
 
@@ -22,6 +23,26 @@ def model_mounts(deployment: Deployment) -> tuple[Mount, ...]:
     return tuple(Mount(path, path) for path in seen)
 
 
+def device_gpus(
+    runtime: OciRuntime, host: HostSpec, deployment: Deployment, gpus: tuple[int, ...] | None
+) -> tuple[int, ...] | None:
+    """The node GPUs the container is given: the set chosen on the node (`gpus: auto`), else
+    the listed one (`gpus:` or CUDA_VISIBLE_DEVICES); None when every GPU is (no selection)
+    or none is (`container.gpus: none`: no device asked of the runtime)."""
+    if runtime.options.gpus == "none":
+        return None
+    env = {**host.env, **deployment.env}  # where a listed set may be CUDA_VISIBLE_DEVICES
+    chosen = gpus if gpus is not None else gpu_request(deployment.gpu_set, env)
+    return chosen if isinstance(chosen, tuple) else None
+
+
+def inside_gpus(devices: tuple[int, ...]) -> tuple[int, ...]:
+    """How the engine sees the GPUs it was given: renumbered from 0 (the runtime exposes only
+    those devices, and CUDA numbers what it sees), so CUDA_VISIBLE_DEVICES inside names 0..n-1,
+    never the node's indices (which would select GPUs the container does not have)."""
+    return tuple(range(len(devices)))
+
+
 def container_launch(
     runtime: OciRuntime,
     host: HostSpec,
@@ -30,10 +51,13 @@ def container_launch(
     run_id: str,
     rundir: str,
     image: str | None = None,
+    gpus: tuple[int, ...] | None = None,
 ) -> str:
     """launch.sh of the run: the runtime's `run -d` of `image` (the deployment's patched
-    image, ops.containers.launch_image) or else of the inventory's image."""
-    launch = ContainerLaunch(run_id, host.workdir, rundir, model_mounts(deployment))
+    image, ops.containers.launch_image) or else of the inventory's image, given the node GPUs
+    `gpus` (device_gpus; all when None)."""
+    mounts = model_mounts(deployment)
+    launch = ContainerLaunch(run_id, host.workdir, rundir, mounts, gpus)
     argv = runtime.launch_argv(launch, image)
     text = (
         "#!/usr/bin/env bash\n"

@@ -13,14 +13,14 @@ import shlex
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, partial
 from typing import TYPE_CHECKING, Any
 
 from firedup.config.inventory import ArgValue, Deployment, HostSpec, Placement
 from firedup.config.slots import gpu_env
 from firedup.engine import Engine
 from firedup.errors import RenderError
-from firedup.launch.container import container_launch
+from firedup.launch.container import container_launch, device_gpus, inside_gpus
 from firedup.launch.flags import VLLM_CLI, Spelling, spell
 from firedup.node.runtime import OciRuntime, runtime_for
 
@@ -40,6 +40,7 @@ class LaunchScript:
     release: str = ""  # the engine release it was rendered for, as the header says
     assumed: bool = False  # no node said which release: the deployment's or the newest
     inner: str = ""  # in a container: the engine's script (engine.sh); `text` runs the container
+    image: str | None = None  # in a container: the image it runs (the patched one, if any)
 
     @property
     def sha256(self) -> str:
@@ -160,25 +161,26 @@ def render_launch(
     container (the host's or deployment's `runtime:`), the runtime's `run` of `image` (default:
     the inventory's) around it."""
     runtime = runtime_for(host, deployment)
-    in_image = isinstance(runtime, OciRuntime)
-    # In a container: the image's python, and only the deployment's env (the host's is the
-    # node python's: its PATH and PYTHONPATH would break the image's).
-    engine_host = (
-        host.model_copy(update={"python": runtime.python, "env": {}}) if in_image else host
-    )
-    script = engine_script(
-        engine_host,
-        deployment,
+    render = partial(
+        engine_script,
+        deployment=deployment,
         run_id=run_id,
         rundir=rundir,
         placement=placement,
         engine_version=engine_version,
-        gpus=gpus,
     )
     if not isinstance(runtime, OciRuntime):
-        return script
-    text = container_launch(runtime, host, deployment, run_id=run_id, rundir=rundir, image=image)
-    return replace(script, text=text, inner=script.text)
+        return render(host, gpus=gpus)
+    # In a container: the image's python, and only the deployment's env (the host's is the
+    # node python's: its PATH and PYTHONPATH would break the image's); the GPUs it is given,
+    # as the engine sees them there (numbered from 0).
+    devices = device_gpus(runtime, host, deployment, gpus)
+    inside = inside_gpus(devices) if devices is not None else gpus
+    script = render(host.model_copy(update={"python": runtime.python, "env": {}}), gpus=inside)
+    text = container_launch(
+        runtime, host, deployment, run_id=run_id, rundir=rundir, image=image, gpus=devices
+    )
+    return replace(script, text=text, inner=script.text, image=image or runtime.image)
 
 
 def engine_script(

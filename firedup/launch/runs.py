@@ -25,6 +25,7 @@ from firedup.launch.render import LaunchScript
 from firedup.node.base import Node, operator, parse_fields, run_script, script_argv
 from firedup.node.probe import probe_run
 from firedup.node.runtime import runtime_for, stop_script
+from firedup.node.runtime.oci import container_name
 
 STOP_GRACE_S = 20
 
@@ -48,6 +49,14 @@ class RunMeta:
     runtime: str = "python"  # where the engine runs: python, podman, docker (node.runtime)
     gpus: tuple[int, ...] | None = None  # the node GPU indices it runs on, as chosen at deploy
     slot: str | None = None  # the host entry's slot (firedup.config.slots)
+    image: str | None = None  # in a container: the image it runs, as named at start
+    image_id: str | None = None  # the runtime's id of that image (the start script's answer)
+    image_digest: str | None = None  # its repository digest, where the runtime keeps one
+
+    @property
+    def container(self) -> str | None:
+        """The container's name (chosen by firedup), None for the node's python."""
+        return None if self.runtime == "python" else container_name(self.run_id)
 
     @property
     def rundir(self) -> str:
@@ -169,6 +178,7 @@ def start_run(
         runtime=runtime.name,
         gpus=gpus,
         slot=host.slot,
+        image=script.image,
     )
     if secrets:
         text = secrets_env_text(secrets).encode()
@@ -183,17 +193,19 @@ def start_run(
         # Only now, with the new run's files in place: a failed upload leaves the old running.
         on_progress(f"stopping previous run {previous.run_id}")
         stop_run(node, previous)
-    pid = _start(node, host, run_id, on_progress, runtime.start_script())
-    meta = replace(meta, pid=pid)  # meta.json stays as written: the pid file is the truth
+    pid, started = _start(node, host, run_id, on_progress, runtime.start_script())
+    # meta.json stays as written: the pid file is the truth; the image's id is the history's.
+    image_id, digest = (started.get(k) or None for k in ("image_id", "image_digest"))
+    meta = replace(meta, pid=pid, image_id=image_id, image_digest=digest)
     on_progress(f"started run {run_id}, pid {pid}")
     return meta
 
 
 def _start(
     node: Node, host: HostSpec, run_id: str, on_progress: Callable[[str], None], script: str
-) -> int:
-    """Run the runtime's start script; if its answer is lost with the connection, ask the node
-    for the pid."""
+) -> tuple[int, dict[str, str]]:
+    """Run the runtime's start script: the pid and the script's other fields. If its answer is
+    lost with the connection, ask the node for the pid."""
     try:
         out = run_script(node, script, host.workdir, run_id, what="start").out
     except TransientConnectError as exc:
@@ -210,12 +222,12 @@ def _start(
                 "follows it",
             ) from None
         on_progress(f"the start's answer was lost with the connection; the node says pid {found}")
-        return int(found)
-    found = parse_fields(out).get("pid", "")
-    pid = int(found) if found.isdigit() else None
-    if pid is None:
+        return int(found), {}
+    fields = parse_fields(out)
+    found = fields.get("pid", "")
+    if not found.isdigit():
         raise StartError(f"{host.name}: the start script printed no pid: {out.strip()!r}")
-    return pid
+    return int(found), fields
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,8 @@ line when the header was not pasted or was cut off (`File "...", line N` is evid
 Several ranks can print their tracebacks at once, so open tracebacks are counted, not flagged.
 Where the frames run (a compiler call, NCCL, the CUDA graph capture) is kept as the
 traceback's hint: it names the cause when the exception line does not, or never came.
+A frame line hard-wrapped by a paste (`File "/usr/lib/python3.10/dist-p` then
+`ackages/x.py", line 1, in f`) is read joined with its continuation.
 `Exception ignored in:` announces a traceback Python prints and survives (usually at
 interpreter shutdown); its exception never fails a run.
 """
@@ -32,6 +34,7 @@ MAX_LINE_CHARS = 400
 _MAX_OPEN = 64
 _STALE_AFTER_LINES = 400  # a traceback cut off mid-print must not stay open forever
 _DANGLING_LINES = 3  # a log that ends this close to a frame line ends in its traceback
+_JOIN_CHARS = 400  # a wrapped frame line is joined from at most this much of each piece
 
 
 class LineKind(Enum):
@@ -53,6 +56,7 @@ class Tracebacks:
         self.hint: Reason | None = None  # where the open traceback's frames run
         self.closed_hint: Reason | None = None  # the hint of the traceback just closed
         self._since_frame = 0  # lines since the last frame or code line of a traceback
+        self._cut_frame = ""  # a frame line cut before its `", line N`: a paste's hard wrap
 
     @property
     def dangling(self) -> bool:
@@ -67,6 +71,11 @@ class Tracebacks:
             self._begin(text, None)
             return LineKind.HEADER
         frame = 'File "' in message and FRAME_LINE.match(message) is not None
+        cut, self._cut_frame = self._cut_frame, ""
+        if cut and not frame and FRAME_LINE.match(cut + message[:_JOIN_CHARS]) is not None:
+            frame, message = True, cut + message  # the rest of a wrapped frame line
+        elif not frame and 'File "' in message and '"' not in message.partition('File "')[2]:
+            self._cut_frame = message[-_JOIN_CHARS:].lstrip()
         if not self.open:
             if frame:
                 self._begin(text, frame_hint(message))  # a traceback without its header

@@ -93,10 +93,21 @@ def clean(raw: bytes) -> str:
     return text
 
 
-def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
-    """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix."""
+def parse_line(
+    text: str,
+    peel: Callable[[str], str] | None = None,
+    saw: Callable[[str], None] | None = None,
+) -> Line:
+    """`peel` removes a wrapper learned from earlier lines, for lines with no known prefix;
+    `saw` is told the wrapper found before an engine record further in the line."""
     stamp: RawStamp | None = None
-    for _ in range(4):  # wrappers nest (k9s around compose around docker), never deeper
+    tag = ""  # the innermost process tag peeled (vLLM's, Ray's): it names the rank
+    for _ in range(6):  # wrappers nest (k9s around compose around docker), never deeper
+        if text[:1] == "(":  # process tags outside another wrapper are peeled with it
+            inner_tag, rest = _process_tags(text, tag)
+            if rest is text or rest[:1] in _ENGINE_STARTS or _WRAPPER.match(rest) is None:
+                break  # the engine's own tags, kept in the text a human sees
+            tag, text = inner_tag, rest
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
             break  # the common case, an engine line with no wrapper: skip the regex
         match = _WRAPPER.match(text)
@@ -107,14 +118,30 @@ def parse_line(text: str, peel: Callable[[str], str] | None = None) -> Line:
         if match.group("k9s"):
             text = _K9S_TAIL.sub("", text)
     message, own_stamp, ranks, level = _engine_prefix(text)
-    if message is text and not is_routine(text):  # no engine prefix: look further in
-        inner = _embedded(text)
+    if not level and own_stamp is None and not is_routine(message):
+        # No engine prefix, or process tags alone: look further in (wrappers nest inside tags)
+        inner = _embedded(message)
         if inner is None and peel is not None:
-            inner = peel(text)
-        if inner is not None and inner is not text:
-            text = inner
-            message, own_stamp, ranks, level = _engine_prefix(text)
-    return Line(text, message, stamp or own_stamp, ranks, level)
+            inner = peel(message)
+        elif inner is not None and saw is not None:
+            saw(message[: len(message) - len(inner)])
+        if inner is not None and inner is not message:
+            text = text[: len(text) - len(message)] + inner
+            message, own_stamp, inner_ranks, level = _engine_prefix(inner)
+            ranks = inner_ranks or ranks
+    if message[-1:] == " ":  # trailing blanks (an editor, a paste) mean nothing
+        message = message.rstrip()
+    return Line(text, message, stamp or own_stamp, ranks or tag, level)
+
+
+def _process_tags(text: str, tag: str) -> tuple[str, str]:
+    """`(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) rest` -> ("Worker_TP0", "rest")."""
+    match = _VLLM_PROC.match(text)
+    while match is not None:  # tags nest: the innermost names the rank
+        tag = match.group("proc").strip() or tag or "pid"
+        text = text[match.end() :]
+        match = _VLLM_PROC.match(text) if text[:1] == "(" else None
+    return tag, text
 
 
 def engine_says(text: str) -> bool:
@@ -170,14 +197,9 @@ def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
 def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     stamp: RawStamp | None = None
     ranks = level = ""
+    if text[:1] == "(":  # process tags nest: `(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) `
+        ranks, text = _process_tags(text, ranks)
     head = text[:1]
-    while head == "(":  # process tags nest: `(EngineCore_DP0 pid=1) (Worker_TP0 pid=2) `
-        match = _VLLM_PROC.match(text)
-        if match is None:
-            break
-        ranks = match.group("proc").strip() or ranks or "pid"  # the innermost names the rank
-        text = text[match.end() :]
-        head = text[:1]
     if head == "[":
         match = _SGLANG.match(text)
         if match:

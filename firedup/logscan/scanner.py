@@ -57,8 +57,27 @@ from firedup.logscan.segments import Segmenter
 from firedup.logscan.wrappers import Wrappers
 
 MAX_LAST_LINE_CHARS = 400
+_MAX_HELD = 4  # lines held while no line has taught the log's wrapper yet
+_WRAP_MIN_CHARS = 60  # a line a paste hard-wrapped is at least this long (80 columns, less a tag)
 _MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
 _HTTP_UP = Phase.HTTP_UP.order
+
+
+def _continues(piece: Line, line: Line) -> bool:
+    """Whether a line may be the rest of the long line before it: bare text, not indented,
+    and not starting the way that line did (a flood of one tool's lines is not one line)."""
+    return (
+        line.message is line.text
+        and line.text[:1] not in " \t"
+        and line.text[:8] != piece.text[:8]
+        and not line.stamp
+    )
+
+
+def _straddles(message: str, needle: str, cut: int) -> bool:
+    """Whether `needle` is in `message` only across position `cut` (the wrap)."""
+    at = message.find(needle, max(cut - len(needle) + 1, 0))
+    return 0 <= at < cut < at + len(needle)
 
 
 class LogScanner(FailureRules):
@@ -73,6 +92,7 @@ class LogScanner(FailureRules):
         self._snapshot: ScanState | None = None
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
+        self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
@@ -92,6 +112,7 @@ class LogScanner(FailureRules):
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
         self._undecided: Line | None = None  # an engine-dependent line read before the engine
+        self._piece: Line | None = None  # the last line, when long enough to have been wrapped
 
     def feed(self, chunk: bytes) -> list[Event]:
         """Events completed by this chunk; a line still being written waits for its end."""
@@ -108,6 +129,7 @@ class LogScanner(FailureRules):
         events: list[Event] = []
         for segment in self._segments.finish():
             self._segment(clean(segment), events)
+        self._release_held(events)
         self._finish_failures(events)
         return events
 
@@ -137,7 +159,26 @@ class LogScanner(FailureRules):
                 for record in records:
                     self._segment(record, events)
                 return
-        line = parse_line(text, self._wrappers.peel)
+        offers = self._wrappers.offers
+        wrappers = self._wrappers
+        line = parse_line(text, wrappers.peel, wrappers.saw)
+        if self._held:  # this line has taught whether the held ones wear a wrapper
+            untaught = wrappers.offers > offers and not wrappers.learned
+            if untaught and not wrappers.teaches(text) and len(self._held) < _MAX_HELD:
+                self._held.append(text)  # a tag on a blank line: wait for one that teaches
+                return
+            self._release_held(events)
+        elif offers == 0 and wrappers.offers:
+            self._held = [text]  # the first line with no prefix known waits for the next
+            return
+        self._parsed(line, events)
+
+    def _release_held(self, events: list[Event]) -> None:
+        held, self._held = self._held, []
+        for text in held:
+            self._parsed(parse_line(text, self._wrappers.strip), events)
+
+    def _parsed(self, line: Line, events: list[Event]) -> None:
         now = self._clock.resolve(line.stamp) or self._clock.last
         if now is not None and self._spans[0].start is None:
             self._spans[0] = PhaseSpan(Phase.LAUNCHING, now, None)
@@ -182,6 +223,9 @@ class LogScanner(FailureRules):
         return floor
 
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
+        piece, self._piece = self._piece, line if len(line.text) >= _WRAP_MIN_CHARS else None
+        if piece is not None and self._verdict is Verdict.STARTING and _continues(piece, line):
+            self._continued(piece, line, now, out)
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
         self._lines += 1
         if line.message.startswith(LAUNCH_BANNERS):
@@ -218,6 +262,22 @@ class LogScanner(FailureRules):
         if self._verdict is Verdict.STARTING:
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
+
+    def _continued(self, piece: Line, line: Line, now: datetime | None, out: list[Event]) -> None:
+        """A long line and a bare one after it may be one line a paste hard-wrapped: a phase
+        or ready line cut in two is read joined (failures join theirs: failures.py)."""
+        cut = len(piece.message)
+        for glue in ("", " "):
+            message = piece.message + glue + line.message
+            joined = piece._replace(text=piece.text + glue + line.text, message=message)
+            before = self._phase
+            serving = SERVING.search(message) if self._serving_counts() else None
+            if serving is not None and serving.start() < cut < serving.end():
+                self._advance(Phase.READY, joined.text, now, out)
+            elif any(_straddles(message, m.needle, cut) for m in MARKERS):
+                self._phase_marker(joined, now, out)
+            if self._phase is not before:
+                return
 
     def _story_begun(self) -> bool:
         return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING

@@ -43,6 +43,11 @@ def W(reason: Reason, needle: str, pattern: str) -> Signature:
     return Signature(needle, re.compile(pattern, re.IGNORECASE), reason, False)
 
 
+# One bracketed option, `[--dtype {auto,half}]` or `[-h]`, its inner brackets one deep, read in
+# one pass (an unrolled loop: no two parts can match the same character, so a line cut inside
+# an option fails at once instead of backtracking over every way to split it).
+_OPTION = r"\[-{1,2}\w[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]"
+
 R = Reason
 SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
@@ -148,8 +153,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S(
         R.BAD_ARGS,
         "[-",
-        r"^(?:\s{2,}(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*)+"
-        r"|\s*(?:\[-{1,2}[\w-]+(?:[^\[\]]|\[[^\[\]]*\])*\]\s*){2,})$",
+        rf"^(?:\s{{2,}}(?:{_OPTION}\s*)+|\s*(?:{_OPTION}\s*){{2,}})$",
     ),
     S(
         R.BAD_ARGS,

@@ -9,10 +9,21 @@ a pid or a rank number changes from line to line; its other characters must matc
 Only lines with no engine prefix of their own are offered (normalize decides), so the
 engine's own prefixes and messages are never learned as wrappers.
 
-A short lower-case or numeric tag (`srun --label`'s `0: `, `stderr: `, `worker-1: `) in front
-of what is plainly the engine's (a record, a traceback line, an exception) is learned from
-that one line: a log of one line, or whose lines all differ only in numbers, teaches nothing
-pairwise.
+A prefix found before an engine record further in a line (normalize's record search) is a
+wrapper too (`saw`): it is peeled from the lines that carry it and no record (`[rank0]:
+Killed`), even when no two of those lines tell it pairwise.
+
+A short lower-case, numeric or bracketed tag (`srun --label`'s `0: `, `stderr: `,
+`[rank0]: `) in front of what is plainly the engine's (a record, a traceback line, an
+exception) is learned from that one line: a log of one line, or whose lines all differ only
+in numbers, teaches nothing pairwise.
+
+The first line offered can only be told a wrapper by the line after it, so the scanner holds
+it until then (and the lines too short to teach anything, such as a tag on a blank line, up
+to a few; `offers` counts the lines offered), then reads it again with `strip`, which peels
+what was learned and learns nothing: a two-line log whose cause is in its first line
+(`[rank0]: Extension modules: ...`) is read whole. A learned wrapper is peeled once or
+repeated (`[rank0]: [rank0]: `).
 """
 
 from __future__ import annotations
@@ -26,18 +37,53 @@ _DIGITS = str.maketrans("0123456789", "0000000000")
 _SEPARATOR = re.compile(r"[\])|>:-] ")
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
-_TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}): (?=\S)")
+_MAX_DEPTH = 2  # learned wrappers nest this deep at most
+_TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): (?=\S)")
+_ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
 
 
 class Wrappers:
-    def __init__(self, plain: Callable[[str], bool] | None = None) -> None:
+    def __init__(self, plain: Callable[[str], bool] | None = None, depth: int = 0) -> None:
         """`plain(text)`: whether text is plainly the engine's (normalize.engine_says)."""
         self._plain = plain
         self._previous = ""  # the last line offered, as its shape (digits made 0)
         self._pattern: re.Pattern[str] | None = None
+        self.offers = 0  # lines offered to peel so far
+        self._depth = depth
+        self._inner: Wrappers | None = None  # learns the wrapper inside this one
+
+    @property
+    def learned(self) -> bool:
+        return self._pattern is not None
+
+    @staticmethod
+    def teaches(text: str) -> bool:
+        """Whether a line is long enough to show a wrapper and a message behind it."""
+        return len(text.strip()) >= _MIN_REST
+
+    def strip(self, text: str) -> str:
+        """`text` without the wrappers learned so far; learns nothing."""
+        pattern = self._pattern
+        match = pattern.match(text) if pattern is not None else None
+        if match is None or match.end() >= len(text):
+            return text
+        rest = text[match.end() :]
+        return self._inner.strip(rest) if self._inner is not None else rest
 
     def peel(self, text: str) -> str:
-        """`text` without the learned wrapper; `text` itself when it carries none."""
+        """`text` without the learned wrappers (nested: one inside another is learned from
+        what the outer one leaves); `text` itself when it carries none."""
+        rest = self._peel(text)
+        if rest is text or self._plain is None or self._depth >= _MAX_DEPTH:
+            return rest
+        if self._plain(rest):
+            return rest
+        if self._inner is None:
+            self._inner = Wrappers(self._plain, self._depth + 1)
+        return self._inner.peel(rest)
+
+    def _peel(self, text: str) -> str:
+        self.offers += 1
         pattern = self._pattern
         if pattern is not None:
             match = pattern.match(text)
@@ -46,6 +92,8 @@ class Wrappers:
                 return text[match.end() :]
         previous = self._previous
         shape = text[:_LOOK_CHARS].translate(_DIGITS)
+        if not self.teaches(text):
+            return text  # a wrapper alone (`srun: ` on a blank line) teaches nothing
         self._previous = shape
         learned = _learn(previous, shape, text) or self._tag(text)
         if learned is None:
@@ -53,6 +101,19 @@ class Wrappers:
         self._pattern = learned
         match = learned.match(text)
         return text[match.end() :] if match is not None else text
+
+    def saw(self, wrapper: str) -> None:
+        """`wrapper` stood before an engine record further in the line: peel it everywhere."""
+        pattern = self._pattern
+        if pattern is not None and pattern.fullmatch(wrapper):
+            return
+        if (
+            len(wrapper) <= _LOOK_CHARS
+            and _ENDS_AT_SEPARATOR.match(wrapper)
+            and not EXCEPTION_LINE.match(wrapper)
+            and TRACEBACK_HEADER not in wrapper
+        ):
+            self._pattern = _free_digits(wrapper)
 
     def _tag(self, text: str) -> re.Pattern[str] | None:
         tag = _TAG.match(text)
@@ -62,7 +123,8 @@ class Wrappers:
 
 
 def _free_digits(wrapper: str) -> re.Pattern[str]:
-    return re.compile(re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)))
+    """The wrapper with its numbers free, once or repeated (`[rank0]: [rank0]: ` nests)."""
+    return re.compile("(?:" + re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)) + ")+")
 
 
 def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:

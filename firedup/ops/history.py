@@ -109,6 +109,10 @@ class HistoryRecord:
     phases: tuple[PhaseTiming, ...] = ()
     duration_s: float | None = None
     detail: str = ""
+    runtime: str = ""  # where the engine ran: python, podman, docker ("" before issue 27)
+    image: str = ""  # in a container: the image as named, its id and repository digest
+    image_id: str = ""
+    image_digest: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,6 +159,10 @@ class HistoryRecord:
             ),
             duration_s=_seconds(data.get("duration_s")),
             detail=str(data.get("detail") or ""),
+            runtime=str(data.get("runtime") or ""),
+            image=str(data.get("image") or ""),
+            image_id=str(data.get("image_id") or ""),
+            image_digest=str(data.get("image_digest") or ""),
         )
 
 
@@ -211,6 +219,10 @@ def run_record(
         phases=phase_timings(scan),
         duration_s=duration_s,
         detail=detail,
+        runtime=run.runtime,
+        image=run.image or "",
+        image_id=run.image_id or "",
+        image_digest=run.image_digest or "",
     )
 
 

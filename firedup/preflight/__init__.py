@@ -17,6 +17,7 @@ from firedup.node.base import Node
 from firedup.node.runtime import OciRuntime, runtime_for
 from firedup.node.runtime.inside import helper_container, inside_host, staging_dir
 from firedup.patching import Mode, PatchReport, sync_patches
+from firedup.preflight.cdi import device_checks
 from firedup.preflight.checks import Situation, run_checks
 from firedup.preflight.facts import NodeFacts, gather_facts
 from firedup.preflight.gpuchoice import with_choice
@@ -50,6 +51,8 @@ def preflight(
         if patches is None and deployment.patches:
             patches = sync_patches(node, host, deployment, mode=Mode.CHECK)
     situation = judged(host, deployment, facts, current, restart, patches, placement)
+    if isinstance(runtime, OciRuntime):
+        image += device_checks(node, host, deployment, runtime, situation.gpus_chosen)
     return PreflightReport(
         host=host.name,
         checks=(*image, *run_checks(situation)),

@@ -91,3 +91,29 @@ def test_a_frozen_link_does_not_hold_the_wait_past_its_deadline(
     assert result and not result[0].ready, result
     assert took < 6, f"the wait with a 2 s deadline was still running after {took:.0f} s"
     assert len(host.live_runs()) == 1  # a frozen link never touches the server
+
+
+def test_a_suspended_server_is_stopped_by_term_not_by_waiting_out_the_grace(
+    make_host: Callable[..., Host],
+) -> None:
+    """A server whose processes are suspended (SIGSTOP, a Ctrl-Z in the node's terminal, a
+    debugger's pause) cannot act on a TERM until it runs again: stop sends CONT after TERM, as
+    systemd does, so it ends cleanly at once instead of being KILLed after the grace period."""
+    import os
+    import signal
+
+    from tests.conftest import session_members
+
+    host = make_host()
+    deployed = host.cli("deploy")
+    assert deployed.returncode == 0, deployed.stdout + deployed.stderr
+    (pid,) = (p for p in host.runs().values() if p)
+    os.killpg(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    stopped = host.cli("stop", "--grace", "30")
+    took = time.monotonic() - started
+    output = stopped.stdout + stopped.stderr
+    assert stopped.returncode == 0, output
+    assert "KILL" not in output, output
+    assert session_members(pid) == [], output
+    assert took < 15, f"stop took {took:.1f}s of its 30s grace: the TERM waited for a CONT"

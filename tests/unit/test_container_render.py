@@ -14,7 +14,9 @@ from firedup.errors import InventoryError
 from firedup.launch.render import LaunchScript, check_bash_syntax, render_launch
 
 
-def _render(host: dict[str, Any] | None = None, **deployment: Any) -> LaunchScript:
+def _render(
+    host: dict[str, Any] | None = None, chosen: tuple[int, ...] | None = None, **deployment: Any
+) -> LaunchScript:
     inv = parse_inventory(
         {
             "hosts": {
@@ -33,7 +35,8 @@ def _render(host: dict[str, Any] | None = None, **deployment: Any) -> LaunchScri
         Path("x.yaml"),
     )
     spec = inv.host("n")
-    return render_launch(spec, inv.deployment_for(spec), run_id="R1", rundir="/w/runs/R1")
+    deployment_ = inv.deployment_for(spec)
+    return render_launch(spec, deployment_, run_id="R1", rundir="/w/runs/R1", gpus=chosen)
 
 
 def _argv(script: LaunchScript) -> list[str]:
@@ -91,3 +94,46 @@ def test_the_outer_script_passes_shellcheck(tmp_path: Path) -> None:
     path = tmp_path / "launch.sh"
     path.write_text(_render(runtime="podman", image="i").text)
     subprocess.run(["shellcheck", "-s", "bash", str(path)], check=True)
+
+
+def _devices(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv) if a == flag]
+
+
+def test_a_gpu_selection_gives_the_container_exactly_those_gpus_seen_from_0_inside() -> None:
+    """podman: one CDI device per chosen GPU; docker: one quoted device list. Inside, the
+    runtime exposes only those, renumbered from 0: CUDA_VISIBLE_DEVICES names 0..n-1 there."""
+    listed = _render(runtime="podman", image="i", tp=2, gpus=[4, 6])
+    assert _devices(_argv(listed), "--device") == ["nvidia.com/gpu=4", "nvidia.com/gpu=6"]
+    assert "export CUDA_VISIBLE_DEVICES=0,1" in listed.inner
+    assert "4" not in listed.inner.split("CUDA_VISIBLE_DEVICES=")[1].split("\n")[0]
+    docker = _render(runtime="docker", image="i", tp=2, gpus=[4, 6])
+    assert _devices(_argv(docker), "--gpus") == ['"device=4,6"']
+    assert "export CUDA_VISIBLE_DEVICES=0,1" in docker.inner
+    # `gpus: auto`, chosen on the node at deploy (3 and 5): the same.
+    auto = _render(runtime="podman", image="i", chosen=(3, 5), tp=2, gpus="auto")
+    assert _devices(_argv(auto), "--device") == ["nvidia.com/gpu=3", "nvidia.com/gpu=5"]
+    assert "export CUDA_VISIBLE_DEVICES=0,1" in auto.inner
+    # A selection said as CUDA_VISIBLE_DEVICES in the deployment's env is one too.
+    env = _render(runtime="podman", image="i", env={"CUDA_VISIBLE_DEVICES": "2"})
+    assert _devices(_argv(env), "--device") == ["nvidia.com/gpu=2"]
+    assert "export CUDA_VISIBLE_DEVICES=0" in env.inner and "=2" not in env.inner
+    # No selection: every GPU, and the engine's env says nothing of them.
+    every = _render(runtime="podman", image="i")
+    assert _devices(_argv(every), "--device") == ["nvidia.com/gpu=all"]
+    assert "CUDA_VISIBLE_DEVICES" not in every.inner
+
+
+def test_a_cpu_node_gets_no_gpu_device_whatever_the_selection() -> None:
+    for runtime in ("podman", "docker"):
+        cpu = _render({"container": {"gpus": "none"}}, runtime=runtime, image="i", tp=1, gpus=[1])
+        argv = _argv(cpu)
+        assert "--device" not in argv and "--gpus" not in argv
+
+
+def test_the_cdi_kind_names_the_devices_and_a_malformed_one_is_refused_at_load() -> None:
+    host = {"container": {"cdi_kind": "amd.com/gpu"}}
+    argv = _argv(_render(host, runtime="podman", image="i", tp=1, gpus=[2]))
+    assert _devices(argv, "--device") == ["amd.com/gpu=2"]
+    with pytest.raises(InventoryError, match="cdi_kind"):
+        _render({"container": {"cdi_kind": "gpu"}}, runtime="podman", image="i")

@@ -70,6 +70,7 @@ def test_every_task_output_goes_through_the_edge() -> None:
     allowed = {  # (file, source of the printed value): none of it comes from a node or a log
         ("cli.py", 'f"firedup {__version__}"'),
         ("deploy.py", "plan.script.text"),  # `fab render`: the operator's own rendered script
+        ("deploy.py", "plan.script.inner"),  # and in a container, its engine.sh
         ("progress.py", "text"),  # log_text(chunk), prefixed per host
         ("top.py", "top_table(rows, _width(console))"),  # every cell is shown(...) as Text
     }

@@ -6,9 +6,11 @@ lines here isolate one rule each, including the ways it must not fire.
 
 from __future__ import annotations
 
+import time
+
 from firedup.engine import Engine
 from firedup.logscan import LogScanner, Phase, Reason, Verdict, explain
-from firedup.logscan.normalize import parse_line, split_records
+from firedup.logscan.normalize import engine_says, parse_line, split_records
 from firedup.logscan.wrappers import Wrappers
 
 RANK_TRACEBACK = b"""[rank0]: Traceback (most recent call last):
@@ -193,3 +195,84 @@ def test_a_tag_before_the_engines_line_is_learned_from_that_line() -> None:
 def test_the_kubelet_cri_stream_tag_is_peeled() -> None:
     line = parse_line("2026-05-02T10:00:45.5Z stdout F INFO:     Application startup complete.")
     assert line.message == "Application startup complete."
+
+
+def test_a_usage_line_cut_inside_an_option_is_read_in_one_pass() -> None:
+    # A paste hard-wraps argparse's usage mid-option; the bracketed-options row used to try
+    # every way to split such a piece (exponential): this line took hours, and the node's wait
+    # would have hung on it. A pass that ends at once is the only bound worth stating here.
+    started = time.process_time()
+    piece = " " * 21 + " ".join(f"[--option-{i} OPTION_{i}]" for i in range(30)) + " [--opti"
+    assert explain(piece.encode() + b"\n").verdict is Verdict.STARTING
+    assert time.process_time() - started < 1.0
+    usage = b"   [--seed SEED] [--dtype {auto,half}] [--x [X ...]]\n"
+    assert explain(usage).reason is Reason.BAD_ARGS
+
+
+def test_the_first_line_is_read_with_the_wrapper_its_successor_teaches() -> None:
+    log = (
+        b"[rank0]: Extension modules: numpy.core._multiarray_umath, torch._C (total: 2)\n"
+        b"[rank0]: Segmentation fault (core dumped)\n"
+    )
+    assert explain(log).reason is Reason.FATAL_PYTHON_ERROR
+    scanner = LogScanner()
+    scanner.feed(log[: log.index(b"\n") + 1])
+    assert scanner.state.lines_seen == 1  # held, not lost: the next line decides its wrapper
+    scanner.feed(log[log.index(b"\n") + 1 :])
+    assert scanner.state.reason is Reason.FATAL_PYTHON_ERROR
+
+
+def test_a_process_tag_is_a_wrapper_wherever_it_sits_among_them() -> None:
+    line = parse_line("(ServeReplica pid=12, ip=10.0.0.1) vllm-1  | (EngineCore_DP0 pid=3) Boom")
+    assert (line.message, line.ranks) == ("Boom", "EngineCore_DP0")
+    alone = parse_line("vllm-1  | (EngineCore_DP0 pid=151) ")
+    assert alone.text.strip() == "(EngineCore_DP0 pid=151)"
+
+
+def test_the_tag_before_an_engine_record_is_peeled_from_bare_lines() -> None:
+    wrappers = Wrappers(plain=None)
+    record = "[rank0]: INFO 11-20 10:45:57 gpu_executor.py:102] # GPU blocks: 1"
+    first = parse_line(record, None, wrappers.saw)
+    assert first.message == "# GPU blocks: 1"
+    assert parse_line("[rank0]: Killed", wrappers.peel, wrappers.saw).message == "Killed"
+
+
+def test_a_hard_wrapped_frame_line_is_read_joined() -> None:
+    log = (
+        b'  File "/usr/local/lib/python3.10/dist-p\n'
+        b'ackages/vllm/worker/worker.py", line 132, in init_device\n'
+        b"    init_worker_distributed_environment(\n"
+    )
+    state = explain(log)
+    assert (state.verdict, state.reason) == (Verdict.FAILED, Reason.CRASH)
+    # A quoted path that is not a frame stays prose.
+    assert explain(b'Loading File "/m/a\nb.json" done\n').verdict is Verdict.STARTING
+
+
+def test_a_phase_line_wrapped_mid_word_is_read_joined_and_only_across_the_cut() -> None:
+    head = b"(VllmWorker rank=0 pid=412) INFO 05-01 10:00:09 [gpu.py:1] Loading model wei"
+    assert explain(head + b"\nghts took 14.99 GiB\n").phase is Phase.LOADING_WEIGHTS
+    # A bare line after a short one is its own line; the marker must straddle the cut.
+    assert explain(b"INFO 05-01 10:00:09 [x.py:1] Loading model wei\nghts took 1 GiB\n").phase is (
+        Phase.LAUNCHING
+    )
+
+
+def test_a_learned_wrapper_is_peeled_repeated_and_blank_tagged_lines_teach_nothing() -> None:
+    wrappers = Wrappers(plain=None)
+    wrappers.peel("[rank0]: Traceback (most recent call last):")
+    peeled = wrappers.peel('[rank0]: [rank0]: File "/e/x.py", line 5, in <module>')
+    assert peeled == 'File "/e/x.py", line 5, in <module>'
+    blank = Wrappers(plain=None)
+    assert not blank.teaches("srun: ") and blank.peel("srun: ") == "srun: "
+    log = b"srun: Fatal Python error: Segmentation fault\nsrun: \nsrun: \nsrun: Thread 0x7f (most"
+    assert explain(log).reason is Reason.FATAL_PYTHON_ERROR
+
+
+def test_a_wrapper_inside_a_learned_one_is_learned_from_what_it_leaves() -> None:
+    wrappers = Wrappers(plain=engine_says)
+    stamp = "srun: 2024-02-20 21:46:2{} | ERROR | stderr | "
+    wrappers.peel(stamp.format(1) + "Traceback (most recent call last):")
+    wrappers.peel(stamp.format(2) + "  File /v/x.py, in f")
+    assert wrappers.peel(stamp.format(3) + "    g(self.model_config)") == "    g(self.model_config)"
+    assert wrappers.strip(stamp.format(4) + "more") == "more"

@@ -24,6 +24,7 @@ class ContainerLaunch:
     workdir: str
     rundir: str
     mounts: tuple[Mount, ...] = ()
+    gpus: tuple[int, ...] | None = None  # the node GPUs it is given (None: all of them)
 
 
 class Runtime(Protocol):

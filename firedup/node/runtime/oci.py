@@ -19,16 +19,32 @@ from firedup.errors import RenderError
 from firedup.node.base import script_text
 from firedup.node.runtime.base import ContainerLaunch, Mount
 
+# The GPUs a container is given: node indices (None: every GPU), the CDI kind naming them.
+GpuArgs = Callable[[tuple[int, ...] | None, str], list[str]]
+
 
 @dataclass(frozen=True)
 class Flavour:
     binary: str
-    gpu_args: Callable[[str], list[str]]
+    gpu_args: GpuArgs
+    reads_cdi: bool  # its GPU devices are resolved by the node's CDI specs (preflight reads them)
 
 
-# podman asks for GPUs through CDI (nvidia-ctk cdi generate); docker through its --gpus flag.
-PODMAN = Flavour("podman", lambda which: ["--device", f"nvidia.com/gpu={which}"])
-DOCKER = Flavour("docker", lambda which: ["--gpus", which])
+def cdi_devices(gpus: tuple[int, ...] | None, kind: str) -> list[str]:
+    """podman asks for GPUs through CDI (`nvidia-ctk cdi generate`): one device per GPU."""
+    names = ["all"] if gpus is None else [str(g) for g in gpus]
+    return [arg for name in names for arg in ("--device", f"{kind}={name}")]
+
+
+def docker_gpus(gpus: tuple[int, ...] | None, kind: str) -> list[str]:
+    """docker's --gpus: its value is CSV, so a list of devices is quoted inside it (unquoted,
+    `device=1,3` would split at the comma)."""
+    del kind  # docker's --gpus goes through the NVIDIA runtime hook, not a CDI kind
+    return ["--gpus", "all" if gpus is None else f'"device={",".join(map(str, gpus))}"']
+
+
+PODMAN = Flavour("podman", cdi_devices, reads_cdi=True)
+DOCKER = Flavour("docker", docker_gpus, reads_cdi=False)
 RUN_FILE = "runtime.argv"  # the runtime's CLI, NUL separated: the node scripts' way to call it
 
 
@@ -75,8 +91,10 @@ class OciRuntime:
 
     def launch_argv(self, launch: ContainerLaunch, image: str | None = None) -> list[str]:
         """`run -d`: the container waits in firedup's init (container_init.sh) until the start
-        script has recorded its pid, then runs the rendered engine.sh, logging to server.log."""
-        gpus = self.flavour.gpu_args("all") if self.options.gpus == "all" else []
+        script has recorded its pid, then runs the rendered engine.sh, logging to server.log.
+        It is given exactly the chosen GPUs (`launch.gpus`, node indices; all when None)."""
+        given = self.options.gpus == "all"
+        gpus = self.flavour.gpu_args(launch.gpus, self.options.cdi_kind) if given else []
         workdir = Mount(launch.workdir, launch.workdir, read_only=False)
         return [
             *self.cli(),

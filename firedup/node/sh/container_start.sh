@@ -34,3 +34,11 @@ fi
 : > go
 printf 'pid=%s\n' "$pid"
 printf 'container=%s\n' "$name"
+# What runs, as the runtime names it (for the history): the image's id and, where the runtime
+# keeps one, its repository digest. Either may be empty; neither fails the start.
+image_id=$("${cli[@]}" inspect --format '{{.Image}}' "$name" 2> /dev/null || true)
+printf 'image_id=%s\n' "$image_id"
+digests=
+[ -z "$image_id" ] || digests=$("${cli[@]}" image inspect \
+  --format '{{range .RepoDigests}}{{.}} {{end}}' "$image_id" 2> /dev/null || true)
+printf 'image_digest=%s\n' "${digests%% *}"

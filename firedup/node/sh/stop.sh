@@ -46,6 +46,9 @@ if [ -z "$left" ]; then
 fi
 printf 'members=%s\n' "$(echo "$left" | paste -sd, -)"
 reused || kill -TERM -- "-$pid" 2>/dev/null || true
+# A suspended group (SIGSTOP, a Ctrl-Z, a debugger) acts on TERM only once it runs again: CONT
+# after TERM, as systemd does, so it ends cleanly now instead of being KILLed after the grace.
+reused || kill -CONT -- "-$pid" 2>/dev/null || true
 deadline=$(($(date +%s) + grace))
 while [ -n "$(members)" ] && [ "$(date +%s)" -lt "$deadline" ]; do
   sleep 0.1
