@@ -12,6 +12,7 @@ from firedup.errors import DeployError
 from firedup.launch.gpus import GpuMemory
 from firedup.launch.runs import STOP_GRACE_S, current_run, follow_argv, run_by_id, tail_log
 from firedup.node.slot import slot_mates
+from firedup.ops.ranks import join_ranks
 from firedup.ops.shutdown import StopOutcome, stop_host
 from firedup.ops.status import HostStatus, RunState, host_status
 from firedup.ops.status_json import status_json
@@ -100,6 +101,8 @@ def _details(result: HostStatus, mates: tuple[str, ...] = ()) -> str:
         parts.append(result.watch.text(time.time()))
     if result.log_refused:
         parts.append(f"log not read: {result.log_refused}")
+    if result.rank:
+        parts.append(result.rank.text())
     return "; ".join(parts)
 
 
@@ -130,13 +133,14 @@ def status(
                 return host_status(node, spec, inv.deployment_for(spec))
 
         results = per_host(names, one)
+        seen = join_ranks(results)  # a multi-node deployment's ranks, read together
         mates = slot_mates(inv.hosts.values())
         if json:
-            say(dumps(status_json(results), indent=2, sort_keys=True))
+            say(dumps(status_json(seen), indent=2, sort_keys=True))
         else:
             headers = ["HOST", "RUN", "ENGINE", "PORT", "PID", "STATE", "PHASE", "SIGNALS"]
-            say(table(headers, [_row(n, r) for n, r in results.items()]))
-            for name, result in results.items():
+            say(table(headers, [_row(n, r) for n, r in seen.items()]))
+            for name, result in seen.items():
                 if not isinstance(result, DeployError) and _details(result, mates[name]):
                     say(f"  {name}: {_details(result, mates[name])}")
                 if not isinstance(result, DeployError) and result.scan is not None:

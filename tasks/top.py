@@ -15,7 +15,7 @@ from invoke.context import Context
 
 from firedup.errors import DeployError
 from firedup.node.base import Node
-from firedup.ops.top import TopHost, TopRow, unreachable_row
+from firedup.ops.top import TopHost, TopRow, fleet_rows
 
 from .common import (
     INVENTORY_HELP,
@@ -153,10 +153,7 @@ class Fleet:
             raise
 
     def refresh(self) -> list[TopRow]:
-        results = per_host(self.names, self._one)
-        return [
-            unreachable_row(n, r) if isinstance(r, DeployError) else r for n, r in results.items()
-        ]
+        return fleet_rows(self.tops, per_host(self.names, self._one))
 
     def close(self) -> None:
         for node in self.nodes.values():

@@ -52,6 +52,16 @@ class RunMeta:
     image: str | None = None  # in a container: the image it runs, as named at start
     image_id: str | None = None  # the runtime's id of that image (the start script's answer)
     image_digest: str | None = None  # its repository digest, where the runtime keeps one
+    # A multi-node deployment's rank (0 decides readiness), of how many, and rank 0's host;
+    # a meta.json from before these were written reads as one node.
+    node_rank: int = 0
+    nnodes: int = 1
+    rank0_host: str | None = None
+
+    @property
+    def follower(self) -> bool:
+        """A rank >= 1: it logs no ready line, its readiness is rank 0's."""
+        return self.node_rank > 0
 
     @property
     def container(self) -> str | None:
@@ -179,6 +189,7 @@ def start_run(
         gpus=gpus,
         slot=host.slot,
         image=script.image,
+        **_rank_of(host, deployment),
     )
     if secrets:
         text = secrets_env_text(secrets).encode()
@@ -199,6 +210,14 @@ def start_run(
     meta = replace(meta, pid=pid, image_id=image_id, image_digest=digest)
     on_progress(f"started run {run_id}, pid {pid}")
     return meta
+
+
+def _rank_of(host: HostSpec, deployment: Deployment) -> dict[str, Any]:
+    """The host's place in the deployment's `nodes:` (rank = its index), for meta.json."""
+    if host.name not in deployment.nodes:
+        return {}
+    rank = deployment.nodes.index(host.name)
+    return {"node_rank": rank, "nnodes": deployment.nnodes, "rank0_host": deployment.nodes[0]}
 
 
 def _start(

@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from typing import Any
 
 from firedup.config.deployment import Deployment
 from firedup.config.inventory import HostSpec
@@ -37,6 +38,53 @@ class RunState(StrEnum):
     FAILED = "failed"
     EXITED = "exited"  # the process is gone without a fatal line in the log (killed)
     STOPPED = "stopped"  # the process is gone and the history says `fab stop` ended it
+    FOLLOWER = "follower"  # a live rank >= 1: its readiness is rank 0's, not asked in this call
+
+
+@dataclass(frozen=True)
+class DownRank:
+    host: str
+    node_rank: int
+    state: RunState
+
+
+@dataclass(frozen=True)
+class RankView:
+    """A multi-node run's place, and what this status call saw of the other ranks."""
+
+    node_rank: int
+    nnodes: int
+    rank0_host: str | None
+    rank0_state: str | None = None  # rank 0's state when the same call asked it
+    down: tuple[DownRank, ...] = ()  # the deployment's ranks this call saw dead
+    asked: int = 1  # how many of the deployment's ranks this call asked, this one included
+
+    def text(self) -> str:
+        if self.node_rank == 0:
+            parts = [f"rank 0 of {self.nnodes}"]
+            if self.asked < self.nnodes:  # a dead follower would not show: say so
+                parts.append(f"only {self.asked} of {self.nnodes} ranks asked")
+        else:
+            parts = [
+                f"rank {self.node_rank} of {self.nnodes}, readiness is rank 0's ({self.rank0_host})"
+            ]
+            if self.rank0_state is not None:
+                parts.append(f"rank 0 {self.rank0_state}")
+        parts += [f"rank {d.node_rank} on {d.host} {d.state.value}" for d in self.down]
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, Any]:
+        down = [
+            {"host": d.host, "node_rank": d.node_rank, "state": d.state.value} for d in self.down
+        ]
+        return {
+            "node_rank": self.node_rank,
+            "nnodes": self.nnodes,
+            "rank0_host": self.rank0_host,
+            "rank0_state": self.rank0_state,
+            "down": down,
+            "asked": self.asked,
+        }
 
 
 @dataclass(frozen=True)
@@ -64,6 +112,7 @@ class HostStatus:
     watch: WatchView | None = None  # the node-side watch's view of the run (issue 25)
     log_refused: str | None = None  # why the log was not read (not a regular file)
     memory: HostMemoryUse | None = None  # a node without GPUs (a CPU node): its memory
+    rank: RankView | None = None  # a multi-node run's rank (firedup/ops/ranks.py joins them)
 
 
 def scan_log(node: Node, run: RunMeta) -> tuple[Probe, ScanState]:
@@ -145,13 +194,20 @@ def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
     if run is None or probe is None:
         state = RunState.NEVER if run is None else RunState.STARTING
         return HostStatus(
-            host=host.name, state=state, run=run, lock=facts.lock, log_refused=facts.log_refused
+            host=host.name,
+            state=state,
+            run=run,
+            lock=facts.lock,
+            log_refused=facts.log_refused,
+            rank=rank_view(run) if run is not None else None,
         )
     if scan is None:  # no log to read (not yet written, or refused): nothing it said counts
         scan = LogScanner(engine=run.engine).state
     state = state_of(probe, scan)
     if not probe.alive and stop_of(facts.history, run.run_id) is not None:
         state = RunState.STOPPED
+    if run.follower and state in LIVE:  # no ready line of its own: rank 0's says it
+        state = RunState.FOLLOWER
     return HostStatus(
         host=host.name,
         state=state,
@@ -166,7 +222,16 @@ def status_of(host: HostSpec, facts: NodeFacts) -> HostStatus:
         lock=facts.lock,
         watch=facts.watch,
         log_refused=facts.log_refused,
+        rank=rank_view(run),
     )
+
+
+# A live process whose log said nothing fatal: what a follower is until rank 0 says more.
+LIVE = frozenset({RunState.STARTING, RunState.READY, RunState.UNHEALTHY})
+
+
+def rank_view(run: RunMeta) -> RankView | None:
+    return RankView(run.node_rank, run.nnodes, run.rank0_host) if run.nnodes > 1 else None
 
 
 def _host_status_by_fact(node: Node, host: HostSpec, deployment: Deployment | None) -> HostStatus:

@@ -61,6 +61,7 @@ def host_json(status: HostStatus) -> dict[str, Any]:
         "timeline": from_spans(scan.phases).to_json() if scan else None,
         "watch": status.watch.to_json() if status.watch else None,
         "log_refused": status.log_refused,
+        "rank": status.rank.to_json() if status.rank else None,
     }
 
 

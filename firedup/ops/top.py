@@ -8,7 +8,8 @@ a starting server's ETA (its bar's pace).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from firedup.config.deployment import Deployment
@@ -17,8 +18,9 @@ from firedup.errors import DeployError
 from firedup.logscan import Progress
 from firedup.node.base import Node
 from firedup.ops.facts import NodeFacts, gather_facts
+from firedup.ops.ranks import join_ranks
 from firedup.ops.serving import serving
-from firedup.ops.status import RunState, status_of
+from firedup.ops.status import HostStatus, RunState, status_of
 from firedup.releases.prometheus import Sample, parse_samples
 
 FORMAT = 1
@@ -71,6 +73,7 @@ class TopHost:
     before: Sample | None = None
     bar: tuple[float, Progress] | None = None
     run_id: str | None = None
+    status: HostStatus | None = None  # the last row's, to read a deployment's ranks together
 
     def refresh(self, node: Node) -> TopRow:
         facts = gather_facts(node, self.host, self.deployment, metrics=True)
@@ -80,7 +83,7 @@ class TopHost:
 
     def row(self, facts: NodeFacts) -> TopRow:
         """The row these facts make, after the previous one (pure but for the memory)."""
-        status = status_of(self.host, facts)
+        status = self.status = status_of(self.host, facts)
         run, scan = status.run, status.scan
         if run is None or run.run_id != self.run_id:  # a new run: its counters start over
             self.before, self.bar = None, None
@@ -115,3 +118,26 @@ class TopHost:
 
 def unreachable_row(host: str, error: DeployError) -> TopRow:
     return TopRow(host, "unreachable", error=str(error).splitlines()[0])
+
+
+def fleet_rows(
+    tops: Mapping[str, TopHost], results: Mapping[str, TopRow | DeployError]
+) -> list[TopRow]:
+    """One refresh's rows, a multi-node deployment's ranks read together as status does
+    (ops/ranks.py): a follower shows rank 0's state, a rank 0 with a dead rank unhealthy."""
+    statuses: dict[str, HostStatus | DeployError] = {}
+    for name, result in results.items():
+        status = result if isinstance(result, DeployError) else tops[name].status
+        if status is not None:
+            statuses[name] = status
+    joined = join_ranks(statuses)
+    rows = []
+    for name, result in results.items():
+        seen = joined.get(name)
+        if isinstance(result, DeployError):
+            rows.append(unreachable_row(name, result))
+        elif isinstance(seen, HostStatus) and seen.state.value != result.state:
+            rows.append(replace(result, state=seen.state.value))
+        else:
+            rows.append(result)
+    return rows

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests.conftest import (
@@ -25,6 +26,7 @@ from tests.conftest import (
 )
 
 pytestmark = pytest.mark.ssh
+SCHEMA = json.loads((REPO / "docs" / "status.schema.json").read_text())
 
 
 def two_nodes(
@@ -186,7 +188,68 @@ def test_vllm_two_nodes_reach_ready_with_rank_1_headless(
         titles = {Path(f"/proc/{p}/cmdline").read_bytes() for p in session_members(pids["b"])}
         assert any(t.startswith(b"VLLM::Worker_TP2") for t in titles)
         assert any(t.startswith(b"VLLM::Worker_TP3") for t in titles)
+        both = _status(inv, "a,b")  # the headless rank: rank 0's state, never `starting`
+        assert {n: h["state"] for n, h in both.items()} == {"a": "ready", "b": "ready"}
+        alone = _status(inv, "b")["b"]
+        assert alone["state"] == "follower" and alone["signals"]["listening"] is False
     finally:
+        stop = fab("stop", "--host", "a,b", "--inventory", str(inv), "--grace", "2")
+    assert stop.returncode == 0, stop.stderr
+    assert all(session_members(pid) == [] for pid in pids.values())
+
+
+def _status(inv: Path, selector: str) -> dict[str, dict[str, Any]]:
+    result = fab("status", "--host", selector, "--inventory", str(inv), "--json")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    jsonschema.validate(data, SCHEMA)
+    return {h["host"]: h for h in data["hosts"]}
+
+
+def _top_states(inv: Path) -> dict[str, str]:
+    done = fab("top", "--once", "--json", "--interval", "0.2", "--inventory", str(inv))
+    assert done.returncode == 0, done.stderr
+    return {row["host"]: row["state"] for row in map(json.loads, done.stdout.splitlines())}
+
+
+def test_status_shows_rank_1_as_rank_0s_follower_and_its_death(
+    netns_hosts: Callable[..., list[Any]], tmp_path: Path, write_inventory: Callable[..., Path]
+) -> None:
+    """SGLang's rank >= 1 never logs ready (it serves a dummy /health only): its readiness is
+    rank 0's. Status says so, never `starting`, and never shows a dead follower as ready."""
+    inv = two_nodes(netns_hosts, tmp_path, write_inventory, FIREDUP_SIM_SPEED="4")
+    try:
+        deploy = fab("deploy", "--host", "a,b", "--inventory", str(inv), timeout_s=180)
+        assert deploy.returncode == 0, deploy.stderr
+        both = _status(inv, "a,b")
+        assert both["a"]["state"] == "ready" and both["b"]["state"] == "ready"
+        seen = {"nnodes": 2, "rank0_host": "a", "rank0_state": "ready", "down": [], "asked": 2}
+        assert both["a"]["rank"] == {"node_rank": 0, **seen}
+        assert both["b"]["rank"] == {"node_rank": 1, **seen}
+        alone = _status(inv, "b")["b"]  # rank 0 not asked: a follower, naming its rank 0
+        assert alone["state"] == "follower" and alone["signals"]["alive"] is True
+        assert alone["rank"]["rank0_host"] == "a" and alone["rank"]["rank0_state"] is None
+        assert alone["rank"]["asked"] == 1
+        text = fab("status", "--host", "a", "--inventory", str(inv)).stdout
+        assert "rank 0 of 2, only 1 of 2 ranks asked" in text  # b's death would not show
+        text = fab("status", "--host", "b", "--inventory", str(inv)).stdout
+        assert "follower" in text and "rank 1 of 2, readiness is rank 0's (a)" in text
+        assert "starting" not in text
+        assert _top_states(inv) == {"a": "ready", "b": "ready"}
+
+        pid_b = int((tmp_path / "b" / "current" / "pid").read_text())
+        os.killpg(pid_b, signal.SIGKILL)  # our own server's process group, by its pid
+        wait_until(lambda: session_members(pid_b) == [], 30, "rank 1's processes to end")
+        dead = _status(inv, "a,b")
+        assert dead["b"]["state"] == "exited" and dead["b"]["signals"]["alive"] is False
+        assert dead["a"]["state"] == "unhealthy"  # rank 0 serves alone: the deployment is broken
+        assert dead["a"]["rank"]["down"] == [{"host": "b", "node_rank": 1, "state": "exited"}]
+        text = fab("status", "--host", "a,b", "--inventory", str(inv)).stdout
+        assert "rank 1 on b exited" in text
+        assert _top_states(inv) == {"a": "unhealthy", "b": "exited"}
+        assert _status(inv, "b")["b"]["state"] == "exited"  # alone too: never ready
+    finally:
+        pids = {n: int((tmp_path / n / "current" / "pid").read_text()) for n in "ab"}
         stop = fab("stop", "--host", "a,b", "--inventory", str(inv), "--grace", "2")
     assert stop.returncode == 0, stop.stderr
     assert all(session_members(pid) == [] for pid in pids.values())
