@@ -15,3 +15,8 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -e '.[dev]'
   echo "$want" > "$stamp"
 fi
+# Bytecode for the checkout's own code, as a wheel install has it (pip compiles at install):
+# under PYTHONDONTWRITEBYTECODE (set in this machine's environment) an editable install never
+# caches it, and every `fab` start would compile ~150 modules again (0.1 s of its 0.45 s).
+# compileall rewrites only what is stale; python ignores a stale .pyc and reads the source.
+.venv/bin/python -m compileall -q -j 0 firedup tasks fabfile.py sim > /dev/null

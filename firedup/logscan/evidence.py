@@ -9,11 +9,13 @@ traceback's hint: it names the cause when the exception line does not, or never 
 A frame line hard-wrapped by a paste (`File "/usr/lib/python3.10/dist-p` then
 `ackages/x.py", line 1, in f`) is read joined with its continuation.
 `Exception ignored in:` announces a traceback Python prints and survives (usually at
-interpreter shutdown); its exception never fails a run.
+interpreter shutdown); its exception never fails a run. Nor does a `CancelledError`: a task
+that was cancelled (a stop, a client gone) names no failure.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from enum import Enum
 
@@ -33,8 +35,30 @@ MAX_EXCERPT_LINES = 9
 MAX_LINE_CHARS = 400
 _MAX_OPEN = 64
 _STALE_AFTER_LINES = 400  # a traceback cut off mid-print must not stay open forever
+_CANCELLED = "CancelledError"  # asyncio's and concurrent.futures': what a cancelled task gets
 _DANGLING_LINES = 3  # a log that ends this close to a frame line ends in its traceback
 _JOIN_CHARS = 400  # a wrapped frame line is joined from at most this much of each piece
+
+
+# Frames of other printers: IPython's (`/x/llm.py in __init__(self, ...)`, Colab's
+# `[/x/llm.py](https://...) in __init__(`, IPython 8's `File /x/llm.py:247, in __init__(`,
+# `Cell In[3], line 1`) and the Ascend runtime's native error stack (`rtGetDeviceCount
+# execution failed, ...[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]`).
+OTHER_FRAME = re.compile(
+    r"\s*(?:\[(?:/|[A-Za-z]:\\)[^\s\]]*\.py\]\(\S"  # Colab's link alone: the rest may wrap
+    r"|(?:(?:/|[A-Za-z]:\\)[^\s\]]*\.py|<ipython-input-[\w-]+>) in [\w<>.]+\("
+    r"|File [^\s\"]+\.py:\d+, in [\w<>.]+|Cell In\[\d*\], line \d+)"
+    r"|.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$"
+)
+
+
+def is_frame(message: str) -> bool:
+    """A traceback's frame line, whoever printed the traceback."""
+    if 'File "' in message:
+        return FRAME_LINE.match(message) is not None
+    if ".py" in message or "[FUNC:" in message or "In[" in message or "<ipython" in message:
+        return OTHER_FRAME.match(message) is not None
+    return False
 
 
 class LineKind(Enum):
@@ -56,6 +80,7 @@ class Tracebacks:
         self.hint: Reason | None = None  # where the open traceback's frames run
         self.closed_hint: Reason | None = None  # the hint of the traceback just closed
         self._since_frame = 0  # lines since the last frame or code line of a traceback
+        self.frame = ""  # the line just seen if it is a frame line, joined when it was wrapped
         self._cut_frame = ""  # a frame line cut before its `", line N`: a paste's hard wrap
 
     @property
@@ -70,12 +95,13 @@ class Tracebacks:
         if TRACEBACK_HEADER in message:
             self._begin(text, None)
             return LineKind.HEADER
-        frame = 'File "' in message and FRAME_LINE.match(message) is not None
+        frame = is_frame(message)
         cut, self._cut_frame = self._cut_frame, ""
         if cut and not frame and FRAME_LINE.match(cut + message[:_JOIN_CHARS]) is not None:
             frame, message = True, cut + message  # the rest of a wrapped frame line
         elif not frame and 'File "' in message and '"' not in message.partition('File "')[2]:
             self._cut_frame = message[-_JOIN_CHARS:].lstrip()
+        self.frame = message if frame else ""
         if not self.open:
             if frame:
                 self._begin(text, frame_hint(message))  # a traceback without its header
@@ -88,6 +114,7 @@ class Tracebacks:
             self._tail.clear()
             self.closed_hint, self.hint = self.hint, None
             ignored, self._ignoring = self._ignoring, False
+            ignored = ignored or _CANCELLED in message  # a task cancelled: a stop, no cause
             return LineKind.IGNORED_EXCEPTION if ignored else LineKind.EXCEPTION
         self._tail.append(_short(text))
         self.hint = self.hint or frame_hint(message)

@@ -22,6 +22,7 @@ Rules (engines.md §10, issue 4, issue 15):
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from datetime import datetime
 
@@ -37,9 +38,17 @@ from firedup.logscan.signatures import (
     signature_starts,
 )
 
+# pydantic's line for one failed validator under its ValidationError: the exception's message
+# (`  Value error, User-specified max_model_len (131072) is greater than ... [type=value_error`).
+VALIDATION_ERROR = re.compile(r"\s*(?:Value error|Assertion failed), \S")
 CANDIDATE_LINES = 30  # how far back a warning's named cause explains a generic failure
 _JOIN_MIN_CHARS = 60  # a shorter line was not hard-wrapped
 _JOIN_CHARS = 200
+
+
+def _exception_text(text: str) -> bool:
+    """An exception's own line, or pydantic's line for the validator that raised."""
+    return EXCEPTION_LINE.match(text) is not None or VALIDATION_ERROR.match(text) is not None
 
 
 class FailureRules:
@@ -78,12 +87,12 @@ class FailureRules:
             self._warn(line, now, out)
             return False
         ready = self._verdict is Verdict.READY
-        if match is not None and ready and kind is LineKind.PLAIN and self._echoed(message):
+        if match is not None and ready and kind is LineKind.PLAIN and self._echoed(joined):
             return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
         if match is not None and match.strong and not (match.report and ready):
             return self._fail(reason, line, now, out, exception=exception)
-        bare = not exception and kind is LineKind.PLAIN and EXCEPTION_LINE.match(joined)
+        bare = not exception and kind is LineKind.PLAIN and _exception_text(joined)
         if exception or bare or line.level == "ERROR":
             if self._verdict is Verdict.READY:
                 self._warn(line, now, out)  # one request's error, the server lives on
@@ -102,8 +111,10 @@ class FailureRules:
         match = match_signature(message)
         tail, self._wrapped_tail = self._wrapped_tail, ""
         joined = message
-        if match is None and tail and message[:1].islower():
-            for glue in ("", " "):
+        if tail and message[:1].islower():
+            if match is not None and EXCEPTION_LINE.match(message) is None:
+                joined = tail + message  # it names a cause alone; still a wrapped line's rest
+            for glue in ("", " ") if match is None else ():
                 match = match_signature(tail + glue + message[:_JOIN_CHARS])
                 if match is not None:
                     joined = tail + glue + message
@@ -114,17 +125,22 @@ class FailureRules:
 
     @staticmethod
     def _echoed(message: str) -> bool:
+        """Whether every signature the line names is quoted data; an exception's own line
+        quoting its cause (`RuntimeError('Engine process (pid 9) died.')`) is no echo."""
+        if EXCEPTION_LINE.match(message) is not None:
+            return False
         starts = signature_starts(message)
         return bool(starts) and all(quoted(message, start) for start in starts)
 
     def _finish_failures(self, out: list[Event]) -> None:
         """At end of file: a traceback the log ends in is the last thing a process printed."""
-        if not self._tracebacks.dangling or self._verdict is Verdict.READY:
-            return
+        if not self._tracebacks.dangling or self._verdict is Verdict.READY or self._stopping:
+            return  # a traceback cut after a stop was asked for is the stop's
         frames = self._tracebacks.frames
         last = frames[-1] if frames else ""
         reason = self._tracebacks.hint or Reason.CRASH
-        self._fail(reason, Line(last, last, None), None, out, exception=False)
+        if self._fail(reason, Line(last, last, None), None, out, exception=False):
+            self._excerpt.from_exception(frames[:-1], last, keep_trigger=False)  # its frames
 
     def _fail(
         self, reason: Reason, line: Line, now: datetime | None, out: list[Event], *, exception: bool

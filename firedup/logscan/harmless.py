@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from firedup.logscan.signatures import match_signature
+
 # Scary-looking lines that are part of healthy startups (issue 4 §3). They are checked first
 # and can never fail a run, whatever else they contain.
 HARMLESS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
@@ -46,6 +48,51 @@ SERVING = re.compile(
     r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
 )
+
+
+# Proof that the engine itself serves requests, whatever the log kept of its startup (vLLM's
+# API server accepts requests only once its engine is up): its stats (logged at INFO only when
+# tokens went through, from a loop the HTTP app starts; V0's API server forces one every 10 s), its
+# request log (`Received request chatcmpl-1: ...`, `Added request ...`), an error its request
+# handlers logged (`ERROR ... [serving_chat.py:257]`), a traceback through one (`in
+# create_chat_completion`).
+_REQUEST_LOG = (
+    "Received request ",
+    "Added request ",
+    "Aborted request",
+    "Generated response ",
+    "SpecDecoding metrics: ",  # drafts accepted: requests ran
+)
+_HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\]")
+_HANDLERS = (
+    r"(?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
+    r"|translation|responses?|messages)|(?:chat_)?completion_(?:stream|full)_generator|do_rerank)"
+)
+# A frame `, in create_completion` (or that word alone: a wrap's tail), or the route's code
+# calling the handler (`generator = await handler.create_completion(request, raw_request)`).
+_HANDLER_FRAME = re.compile(rf"(?:^|\s){_HANDLERS}\s*$|\.{_HANDLERS}\(")
+
+
+def serves_requests(text: str, message: str, level: str) -> bool:
+    """Whether a vLLM line shows a request being served: the engine is up and its HTTP side
+    too (`text` is the line with the engine's prefix, `message` without). A handler's line
+    that reports the engine dead (a strong signature) is that failure, not a proof."""
+    if "Avg prompt throughput" in message:  # its stats (vllm/v1/metrics/loggers.py): see above
+        return True
+    if message.startswith(_REQUEST_LOG):
+        return True
+    if level != "ERROR" or "serving" not in text or _HANDLER_LOG.search(text) is None:
+        return False
+    fatal = match_signature(message)
+    return fatal is None or not fatal.strong
+
+
+def handler_frame(frame: str) -> bool:
+    """Whether a traceback's frame line (joined when it was wrapped, or its wrapped tail)
+    runs in one of vLLM's request handlers: a request was being served."""
+    return ("create_" in frame or "_generator" in frame or "rerank" in frame) and (
+        _HANDLER_FRAME.search(frame) is not None
+    )
 
 
 def is_routine(message: str) -> bool:

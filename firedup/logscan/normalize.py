@@ -105,9 +105,13 @@ def parse_line(
     for _ in range(6):  # wrappers nest (k9s around compose around docker), never deeper
         if text[:1] == "(":  # process tags outside another wrapper are peeled with it
             inner_tag, rest = _process_tags(text, tag)
+            if rest[:1] in " \t":  # a paste's indentation inside the tags
+                rest = _unindented(rest)
             if rest is text or rest[:1] in _ENGINE_STARTS or _WRAPPER.match(rest) is None:
                 break  # the engine's own tags, kept in the text a human sees
             tag, text = inner_tag, rest
+        if text[:1] in " \t":  # a log pasted indented as a whole (a Markdown code block)
+            text = _unindented(text)
         if text[:1] in _ENGINE_STARTS and not text.startswith("[pod/"):
             break  # the common case, an engine line with no wrapper: skip the regex
         match = _WRAPPER.match(text)
@@ -142,6 +146,15 @@ def _process_tags(text: str, tag: str) -> tuple[str, str]:
         text = text[match.end() :]
         match = _VLLM_PROC.match(text) if text[:1] == "(" else None
     return tag, text
+
+
+def _unindented(text: str) -> str:
+    """The line without the indentation a paste put in front of a collector's stamp; the
+    indentation of the engine's own lines (code under a frame) is kept."""
+    stripped = text.lstrip(" \t")
+    if stripped[:4].isdigit() and stripped[4:5] == "-" and _WRAPPER.match(stripped) is not None:
+        return stripped  # a dated stamp (docker's, journalctl's short-iso): `  12 | ` stays code
+    return text
 
 
 def engine_says(text: str) -> bool:

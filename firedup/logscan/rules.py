@@ -87,7 +87,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("upported", Phase.KV_CACHE, _re(r"^Supported[_ ]tasks: \["), engine=Engine.VLLM),
     Marker("Capturing cudagraphs", Phase.CUDA_GRAPH),
     Marker("Capturing the model for CUDA graphs", Phase.CUDA_GRAPH),
-    Marker("Graph capturing finished", Phase.CUDA_GRAPH),
+    Marker("Graph capturing", Phase.CUDA_GRAPH),  # "finished", and per size "for N tokens"
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
     Marker("Available routes are", Phase.HTTP_UP),
     Marker("Route: /", Phase.HTTP_UP, _re(r"^Route: /\S*, Methods:")),
@@ -103,6 +103,7 @@ BAR_PHASES: tuple[tuple[str, Phase], ...] = (
     ("Multi-thread loading shards", Phase.LOADING_WEIGHTS),
     ("Capturing batches", Phase.CUDA_GRAPH),
     ("Capturing CUDA graph", Phase.CUDA_GRAPH),  # "graphs" and the older "graph shapes"
+    ("Capturing ", Phase.CUDA_GRAPH),  # any other capture: "Capturing prefill CUDA graphs"
 )
 
 BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)
@@ -134,6 +135,10 @@ ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("Initializing an LLM engine", Engine.VLLM),
     ("LLM engine (v", Engine.VLLM),  # "Initializing a V0 LLM engine (v0.8.5) with config"
     ("non-default args:", Engine.VLLM),
+    # The API server's launcher lists its routes; its chat layer names the template format.
+    ("Available routes are", Engine.VLLM),
+    ("Route: /", Engine.VLLM),
+    ("Detected the chat template content format", Engine.VLLM),
     ("EngineCore", Engine.VLLM),
 )
 # vLLM process-name prefixes; "(pid=N)" alone is Ray's and says nothing about the engine.

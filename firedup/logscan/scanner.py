@@ -19,9 +19,9 @@ from datetime import datetime
 
 from firedup.engine import Engine
 from firedup.logscan.context import is_stop, quoted
-from firedup.logscan.evidence import Excerpt, Tracebacks
+from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.failures import FailureRules
-from firedup.logscan.harmless import SERVING, is_routine
+from firedup.logscan.harmless import SERVING, handler_frame, is_routine, serves_requests
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
@@ -239,11 +239,7 @@ class LogScanner(FailureRules):
                 undecided, self._undecided = self._undecided, None
                 if self._verdict is Verdict.STARTING:
                     self._phase_marker(undecided, now, out)  # what it meant for this engine
-        if (
-            self._verdict is Verdict.STARTING
-            and self._serving_counts()
-            and SERVING.search(line.message)
-        ):
+        if self._verdict is Verdict.STARTING and self._serving(line):
             self._advance(Phase.READY, line.text, now, out)
         if self._tracebacks.open:
             if line.level in _MOVED_ON:
@@ -258,10 +254,18 @@ class LogScanner(FailureRules):
         if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
             self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
         kind = self._tracebacks.see(line.text, line.message)
+        if kind is LineKind.FRAME and self._in_handler(line.message):
+            self._advance(Phase.READY, line.text, now, out)
         fatal = self._judge(line, kind, now, out)
         if self._verdict is Verdict.STARTING:
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
+
+    def _in_handler(self, message: str) -> bool:
+        """Whether the frame just seen runs in a vLLM request handler while starting."""
+        if self._verdict is not Verdict.STARTING or self.engine is Engine.SGLANG:
+            return False
+        return handler_frame(self._tracebacks.frame or message)
 
     def _continued(self, piece: Line, line: Line, now: datetime | None, out: list[Event]) -> None:
         """A long line and a bare one after it may be one line a paste hard-wrapped: a phase
@@ -282,10 +286,19 @@ class LogScanner(FailureRules):
     def _story_begun(self) -> bool:
         return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING
 
+    def _serving(self, line: Line) -> bool:
+        """Whether the line proves the server ready by serving: traffic when it counts, or
+        vLLM's own proof of a request served (harmless.serves_requests) whatever came before.
+        SGLang serves its own warmup requests first: its startup needs its ready line."""
+        if self._serving_counts() and SERVING.search(line.message) is not None:
+            return True
+        if self._story and self.engine is Engine.SGLANG:
+            return False
+        return serves_requests(line.text, line.message, line.level)
+
     def _serving_counts(self) -> bool:
         """Whether requests being served would prove the server ready: in an excerpt that
-        starts mid-serving, or from vLLM once its HTTP side is up. SGLang serves its own
-        warmup requests before it is ready, so its startup needs its ready line."""
+        starts mid-serving, or from vLLM once its HTTP side is up."""
         if not self._story:
             return True
         return self.engine is not Engine.SGLANG and self._phase.order >= _HTTP_UP

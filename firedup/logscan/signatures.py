@@ -51,7 +51,9 @@ _OPTION = r"\[-{1,2}\w[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]"
 R = Reason
 SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
-    W(R.CONTEXT_LENGTH, "max_model_len", r"max_model_len \(\d+\) is greater than the derived"),
+    # vLLM's "max_model_len (N) is greater than the derived", a fork's "do not support
+    # max_model_len greater than 32768 on N150": a length the model or device cannot take.
+    W(R.CONTEXT_LENGTH, "max_model_len", r"max_model_len\b[^.]{0,40}?\bgreater than\b"),
     S(
         R.CONTEXT_LENGTH,
         "kv cache is needed",
@@ -73,7 +75,12 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.OOM, "memory", r"free memory on device .* is less than desired gpu memory utilization"),
     # vLLM's CPU backend: the KV cache asked for (VLLM_CPU_KVCACHE_SPACE) does not fit.
     W(R.OOM, "kv cache allocation", r"available memory on node \d+ .*kv cache allocation is less"),
-    W(R.OOM, "out of memory", r"(?:cuda|hip)(?: error:)? out of memory|outofmemoryerror"),
+    # Any accelerator's allocator: CUDA, ROCm's HIP, Ascend's NPU, Intel's XPU, MUSA, MLU.
+    W(
+        R.OOM,
+        "out of memory",
+        r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory|outofmemoryerror",
+    ),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
     S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
     S(R.NCCL, "watchdog caught", r"watchdog caught collective operation timeout"),
@@ -118,7 +125,8 @@ SIGNATURES: tuple[Signature, ...] = (
     W(
         R.MODEL_NOT_FOUND,
         "repo",
-        r"hfvalidationerror|repo id must|gatedrepoerror|cannot access gated repo",
+        r"hfvalidationerror|repo id must|gatedrepoerror"
+        r"|(?:cannot|trying to) access (?:a )?gated repo",  # huggingface_hub's, transformers
     ),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
@@ -200,6 +208,8 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.CRASH, "process ", r"^process [\w-]+:$"),
     S(R.CRASH, "exception in ", r"^exception in \w+:$"),
     S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
+    # vLLM V0's client finding its engine process gone (MQEngineDeadError's cause).
+    S(R.CRASH, "engine process", r"engine process \(pid \d+\) died"),
     # A launcher or Ray saying the server (or the actor running it) is gone.
     S(R.CRASH, "failed to start", r"failed to start (?:the )?model server"),
     S(R.CRASH, "actor is dead", r"the actor is dead because its worker process has died"),
@@ -235,6 +245,9 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
         ("distributed_c10d", r"distributed_c10d\.py", R.NCCL),
         ("cuda_graph_runner", r"cuda_graph_runner\.py", R.CUDA_GRAPH_CAPTURE),
         ("supports_dtype", r"_check_if_gpu_supports_dtype", R.UNSUPPORTED_GPU),
+        # Raised while the command line was parsed (vLLM's FlexibleArgumentParser checks
+        # more than argparse does): the arguments were refused.
+        ("parse_args", r", in parse_args\s*$", R.BAD_ARGS),
     )
 )
 

@@ -1,9 +1,10 @@
 """The shipped bundles (readiness/shipping.py) kept on the operator's disk between commands.
 
-Building a bundle (find the modules an entry needs, strip comments and docstrings with
-tokenize and ast, compress) costs 0.15-0.3 s of the operator's CPU: every `fab status`,
-`fab top` or `fab wait` paid it once before its first command went out, more than a round
-trip of a slow link. The result depends only on firedup's own sources, so it is kept under
+Building a bundle (find the modules an entry needs, their shipped text, compress) costs
+about 0.1 s of the operator's CPU (0.15-0.3 s with tokenize, before readiness/shipsource):
+every `fab status`, `fab top` or `fab wait` paid it once before its first command went out,
+a round trip of a slow link. Reading it back takes a few milliseconds. The result depends
+only on firedup's own sources, so it is kept under
 `$XDG_CACHE_HOME/firedup/bundles/` (default `~/.cache`), named by a digest of the entry and
 every firedup source file's path, size and mtime: an edited or upgraded firedup names
 another file. A cache that cannot be read or written is no error: the bundle is built.

@@ -13,15 +13,12 @@ itself, as before. A node without python3 at all ends the stream with no marker 
 
 from __future__ import annotations
 
-import ast
 import base64
 import importlib.util
-import io
 import json
 import secrets
 import sys
 import threading
-import tokenize
 import zlib
 from dataclasses import dataclass, field
 from functools import cache
@@ -29,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from firedup.readiness import bundlecache
+from firedup.readiness.shipsource import shipped_text
 
 ENTRY = "firedup.readiness.nodeside"  # the wait's reader
 FACTS = "firedup.readiness.nodefacts"  # status's and top's facts
@@ -97,21 +95,6 @@ class BundleError(RuntimeError):
     """The reader would import something the node's stdlib may lack (a bug in firedup)."""
 
 
-def _imports(source: str, package: str) -> set[str]:
-    """Absolute names of what `source` imports (`package`: where its relative imports start),
-    including `module.name` candidates for `from module import name`."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
-            module = ".".join(p for p in (base, node.module or "") if p)
-            names.add(module)
-            names.update(f"{module}.{alias.name}" for alias in node.names)
-    return names
-
-
 def _module_file(name: str) -> Path | None:
     try:
         spec = importlib.util.find_spec(name)
@@ -140,14 +123,12 @@ def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
         name = todo.pop()
         if name in found:
             continue
-        path = _module_file(name)
-        if path is None:
+        shipped = _shipped(name)
+        if shipped is None:
             continue  # `from package import name` where name is not a module
-        source = path.read_text(encoding="utf-8")
-        is_package = path.name == "__init__.py"
-        found[name] = (is_package, _without_comments(source))
-        package = name if is_package else name.rpartition(".")[0]
-        for imported in _imports(source, package):
+        is_package, text, imports = shipped
+        found[name] = (is_package, text)
+        for imported in imports:
             top = imported.split(".")[0]
             if top == "firedup":
                 todo.append(imported)
@@ -160,47 +141,26 @@ def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
     return found
 
 
+@cache
+def _shipped(name: str) -> tuple[bool, str, frozenset[str]] | None:
+    """One module as it ships (is package, text, what it imports), or None when `name` is not
+    a module. Read and stripped once per process: the reader, status's facts and the watch
+    share most of their modules."""
+    path = _module_file(name)
+    if path is None:
+        return None
+    source = path.read_text(encoding="utf-8")
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
+    text, imports = shipped_text(source, package)
+    return is_package, text, frozenset(imports)
+
+
 def watch_code() -> bytes:
     """The watch's modules, zlib-compressed JSON: the file WATCH_BOOT reads."""
     with _BUILDING:
         data = json.dumps(_bundle(WATCH_ENTRY), sort_keys=True).encode("utf-8")
     return zlib.compress(data, 9)
-
-
-def _without_docstrings(source: str) -> str:
-    """Each docstring emptied in place (its line breaks kept): documentation for readers of
-    the code here, not for the node."""
-    lines = source.split("\n")
-    owners = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
-    spans = []
-    for node in ast.walk(ast.parse(source)):
-        first = node.body[0] if isinstance(node, owners) and node.body else None
-        if (
-            isinstance(first, ast.Expr)
-            and isinstance(first.value, ast.Constant)
-            and isinstance(first.value.value, str)
-            and first.end_lineno is not None
-            and first.end_col_offset is not None
-        ):
-            spans.append(
-                (first.lineno - 1, first.col_offset, first.end_lineno - 1, first.end_col_offset)
-            )
-    for start, col, end, end_col in sorted(spans, reverse=True):
-        # ast's columns count UTF-8 bytes, not characters
-        head = lines[start].encode("utf-8")[:col].decode("utf-8")
-        tail = lines[end].encode("utf-8")[end_col:].decode("utf-8")
-        lines[start : end + 1] = (head + '"""' + "\n" * (end - start) + '"""' + tail).split("\n")
-    return "\n".join(lines)
-
-
-def _without_comments(source: str) -> str:
-    """The source as it runs, minus its comments and docstrings (the argument has a size
-    budget); every line keeps its number, so a traceback from the node still points at the
-    right line."""
-    source = _without_docstrings(source)
-    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
-    kept = [token for token in tokens if token.type != tokenize.COMMENT]
-    return "\n".join(line.rstrip() for line in tokenize.untokenize(kept).split("\n"))
 
 
 def bundle_arg(entry: str = ENTRY) -> str:

@@ -133,6 +133,10 @@ def test_a_killed_server_is_running_again_in_a_new_run(
         assert view["restarts"][-1]["to_run"] == new
         assert view["restarts"][-1]["reason"] == "killed"
         assert "fired up and ready" in (workdir / "runs" / new / "server.log").read_text()
+        # The new run lives in its own directory, not in the dead run's (a later deploy may
+        # prune that one): launch.sh is the dead run's copy, so it must not name its dir.
+        new_pid = int((workdir / "runs" / new / "pid").read_text())
+        assert os.readlink(f"/proc/{new_pid}/cwd") == str(workdir / "runs" / new)
         history = fab("history", "--host", "n", "--inventory", str(inv))
         assert history.returncode == 0, history.stderr
         restart_lines = [ln for ln in history.stdout.splitlines() if "restart" in ln]

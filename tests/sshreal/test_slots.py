@@ -26,7 +26,7 @@ def test_demo_story_hosts_are_one_slot() -> None:
 @pytest.fixture
 def merged_inventory(sshd: Sshd, tmp_path: Path) -> Path:
     base = ssh_host(sshd, tmp_path / "node", "a")
-    base["env"]["FIREDUP_SIM_SPEED"] = "0.2"  # a quick startup: the slot is the subject
+    base["env"]["FIREDUP_SIM_SPEED"] = "4"  # a quick startup (4x): the slot is the subject
     text = (
         "hosts:\n"
         f"  a: &a {json.dumps(base)}\n"

@@ -23,7 +23,8 @@ import pytest
 from firedup.engine import Engine
 from firedup.logscan import LogScanner
 from firedup.readiness.logfeed import scan_from_json
-from firedup.readiness.shipping import FrameParser, _imports, bundle, bundle_arg, reader_argv
+from firedup.readiness.shipping import FrameParser, bundle, bundle_arg, reader_argv
+from firedup.readiness.shipsource import imports, shipped_text
 from tests.conftest import NODE_PYTHON
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "logs"
@@ -152,7 +153,7 @@ def test_a_verdict_behind_a_burst_of_noise_is_sent_before_the_backlog(
 
 
 def test_relative_imports_are_followed_into_the_bundle() -> None:
-    found = _imports("from .model import A\nfrom . import rules\nfrom ..engine import E", "a.b")
+    found = imports("from .model import A\nfrom . import rules\nfrom ..engine import E", "a.b")
     assert {"a.b.model", "a.b.rules", "a.engine"} <= found
 
 
@@ -197,12 +198,10 @@ def test_a_server_that_exited_unreaped_is_dead_to_the_reader(tmp_path: Path) -> 
 
 
 def test_the_shipped_sources_keep_every_line_number_without_docstrings_or_comments() -> None:
-    from firedup.readiness.shipping import _without_comments
-
     source = (
         'def f():\n    """Dé—jà\n    vu."""  # why\n    return 1  # one\n\n\nclass C:\n    "x"\n'
     )
-    out = _without_comments(source)
+    out, _ = shipped_text(source, "p")
     assert out.count("\n") == source.count("\n")
     assert "Dé" not in out and "why" not in out and "vu" not in out
     namespace: dict[str, object] = {}
@@ -210,3 +209,56 @@ def test_the_shipped_sources_keep_every_line_number_without_docstrings_or_commen
     assert namespace["f"]() == 1  # type: ignore[operator]
     for name, (_pkg, text) in bundle().items():
         compile(text, name, "exec")  # every shipped module still compiles
+
+
+def test_a_hash_inside_any_string_literal_is_kept_and_only_comments_go() -> None:
+    source = (
+        'x = "a # b"  # c\n'
+        "y = f\"{x}#{x!r}\" + f'{x:#x}'  # d\n"
+        'z = b"#"  # e\n'
+        'w = """\n# inside\n"""  # f\n'
+        "v = 1  # g # h\n"
+        "# a whole line\n"
+    )
+    out, _ = shipped_text(source, "p")
+    assert out.split("\n") == [
+        'x = "a # b"',
+        "y = f\"{x}#{x!r}\" + f'{x:#x}'",
+        'z = b"#"',
+        'w = """',
+        "# inside",
+        '"""',
+        "v = 1",
+        "",
+        "",
+    ]
+
+
+def _docstrings_emptied(tree: ast.Module) -> str:
+    for node in ast.walk(tree):
+        owners = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        if isinstance(node, owners) and node.body:
+            first = node.body[0]
+            if (
+                isinstance(first, ast.Expr)
+                and isinstance(first.value, ast.Constant)
+                and isinstance(first.value.value, str)
+            ):
+                first.value.value = ""
+    for node in ast.walk(tree):  # where each node starts; an emptied docstring ends earlier
+        if isinstance(node, ast.expr | ast.stmt):
+            node.end_lineno = node.end_col_offset = None
+    return ast.dump(tree, include_attributes=True)
+
+
+def test_every_module_of_firedup_ships_as_the_same_code_on_the_same_lines() -> None:
+    """Cutting comments without a tokenizer changes no code: the tree of what ships is the
+    tree of the source (docstrings emptied), line for line, for every module, shipped or not."""
+    root = Path(__file__).resolve().parents[2] / "firedup"
+    sources = sorted(root.rglob("*.py"))
+    assert len(sources) > 100
+    for path in sources:
+        source = path.read_text(encoding="utf-8")
+        out, _ = shipped_text(source, "firedup")
+        assert out.count("\n") == source.count("\n"), path
+        assert _docstrings_emptied(ast.parse(out)) == _docstrings_emptied(ast.parse(source)), path

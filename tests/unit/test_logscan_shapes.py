@@ -1,0 +1,303 @@
+"""Evidence in shapes the reader had not met: other frame printers, a validator's line, a paste's
+indentation, and what proves a vLLM server was serving.
+
+Each rule also has a crafted fixture pair under tests/fixtures/logs (named in the test); these
+tests pin the rule on the smallest input, including the ways it must not fire.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from firedup.engine import Engine
+from firedup.logscan import Phase, Reason, Verdict, explain
+from firedup.logscan.evidence import is_frame
+from firedup.logscan.normalize import parse_line
+from firedup.logscan.signatures import frame_hint, match_signature
+
+VLLM_UP = (
+    b"INFO 05-02 10:00:00 [api_server.py:1043] vLLM API server version 0.9.1\n"
+    b"INFO 05-02 10:00:41 [api_server.py:1100] Starting vLLM API server on http://0.0.0.0:8000\n"
+    b"INFO:     Application startup complete.\n"
+)
+
+
+def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
+    state = explain(log)
+    return state.verdict, state.phase, state.reason
+
+
+def _names(text: str, reason: Reason) -> bool:
+    """Whether the line names that reason; True when the row is strong (fatal by itself)."""
+    found = match_signature(text)
+    assert found is not None and found.reason is reason, text
+    return found.strong
+
+
+# -- a paste's indentation (field/indented_paste_collector_stamps_cut_in_traceback) ----------
+
+
+def test_indentation_in_front_of_a_collector_stamp_is_the_pastes() -> None:
+    line = parse_line("    2026-02-11T09:14:02.511Z INFO 02-11 09:14:02 [core.py:1] Loading")
+    assert (line.message, line.level) == ("Loading", "INFO")
+    for code in ("    2026 = compute_year(args)", "   12 | int main() {"):  # code stays code
+        assert parse_line(code).message == code
+    # field/compose_around_an_indented_paste_of_stamped_lines: inside another wrapper too
+    for wrapped in (
+        "api-1  |     2026-02-11T09:14:02Z ",
+        "(Replica pid=4)  \t2026-02-11T09:14:02Z ",
+    ):
+        line = parse_line(wrapped + "INFO 02-11 09:14:02 [core.py:1] Loading")
+        assert line.message == "Loading", wrapped
+
+
+# -- an exception's message without its exception line ---------------------------------------
+
+
+def test_pydantics_line_for_the_validator_that_raised_is_an_exception_line() -> None:
+    # field/pydantic_value_error_line_alone_model_path
+    log = (
+        b"  Value error, User-specified max_model_len (65536) is greater than the derived "
+        b"max_model_len (max_position_embeddings=32768). [type=value_error, input_value=...]\n"
+    )
+    assert _read(log) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CONTEXT_LENGTH)
+    unknown = b"  Value error, the answer is 42 [type=value_error, input_value=...]\n"
+    assert _read(unknown)[0] is Verdict.STARTING  # names no cause: prose, as a bare ValueError
+
+
+def test_a_max_model_len_too_great_for_model_or_device_is_context_length() -> None:
+    # field/bare_valueerror_device_max_model_len_limit
+    for text in (
+        "User-specified max_model_len (131072) is greater than the derived max_model_len",
+        "TT-X does not support max_model_len greater than 32768 on N150 (received 65536)",
+    ):
+        assert not _names(text, Reason.CONTEXT_LENGTH), "a warning under the override too"
+    warned = b"WARNING 05-02 10:00:01 [config.py:1] " + b"User-specified max_model_len (9) is "
+    assert _read(warned + b"greater than the derived max_model_len (8).\n")[0] is Verdict.STARTING
+
+
+@pytest.mark.parametrize("device", ["CUDA", "HIP", "NPU", "XPU", "MUSA"])
+def test_any_accelerators_out_of_memory_is_oom(device: str) -> None:
+    # field/ascend_npu_out_of_memory_while_loading
+    _names(f"RuntimeError: {device} out of memory. Tried to allocate 2.00 GiB", Reason.OOM)
+    assert match_signature("the run is out of memory budget for tea") is None
+
+
+def test_a_gated_repository_in_either_wording_is_model_not_found() -> None:
+    # vllm/gated_repo_oserror_without_its_class_name
+    for text in (
+        "OSError: You are trying to access a gated repo.",
+        "huggingface_hub.errors.GatedRepoError: 401 Client Error. Cannot access gated repo for url",
+    ):
+        _names(text, Reason.MODEL_NOT_FOUND)
+
+
+def test_an_exception_raised_while_the_command_line_is_parsed_is_bad_args() -> None:
+    # vllm/parse_args_valueerror_is_bad_args
+    assert frame_hint('  File "/v/vllm/utils/__init__.py", line 1488, in parse_args') is (
+        Reason.BAD_ARGS
+    )
+    named = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/v/vllm/utils/__init__.py", line 1488, in parse_args\n'
+        b"OSError: /m does not appear to have a file named config.json\n"
+    )
+    assert _read(named)[2] is Reason.MODEL_NOT_FOUND  # a cause the exception names wins
+
+
+# -- frames of other printers -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "frame"),
+    [
+        # IPython's, Colab's (linked), IPython 8's, a notebook cell (field/ipython_traceback_...)
+        ("/usr/lib/python3/site-packages/vllm/llm.py in __init__(self, model, **kwargs)", True),
+        ("[/usr/local/lib/vllm/utils.py](https://localhost:8080/#) in inner(*args)", True),
+        ("File /usr/lib/python3/site-packages/vllm/llm.py:193, in LLM.__init__(self)", True),
+        ("Cell In[3], line 1", True),
+        ("<ipython-input-5-0f3b2c> in <module>()", True),
+        ("[/usr/local/lib/python3.11/dist-packages/vllm/utils.py](https://localhost:8080/", True),
+        # the Ascend runtime's native error stack (field/ascend_runtime_error_stack_cut)
+        (
+            "  open device 3 failed, result = 507033.[FUNC:Report][FILE:log_inner.cpp][LINE:161]",
+            True,
+        ),
+        ('  File "/x/vllm/core.py", line 10, in run', True),
+        ("/usr/lib/python3/site-packages/torch/cuda/__init__.py:129: UserWarning: no GPU", False),
+        ("see utils.py in the repository for the details", False),
+        ("[FUNC:x] alone, not at the end of the line [FILE:y]", False),
+    ],
+)
+def test_frames_are_known_whoever_printed_the_traceback(line: str, frame: bool) -> None:
+    assert is_frame(line) is frame
+
+
+def test_a_log_that_ends_in_another_printers_frames_failed() -> None:
+    cut = (
+        b"/usr/lib/python3/site-packages/vllm/engine/llm_engine.py in from_engine_args(cls)\n"
+        b"    413             executor_class = GPUExecutor\n"
+        b"--> 415         engine = cls(\n"
+        b"    416             *engine_configs,\n"
+    )
+    assert _read(cut) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CRASH)
+    survived = cut + b"INFO 05-02 10:00:41 [core.py:1] Loading weights took 3.1 seconds\n"
+    assert _read(survived)[0] is Verdict.STARTING
+
+
+# -- what proves a vLLM server was serving ----------------------------------------------------
+
+NCCL = b"gpu7:930:930 [0] NCCL INFO Channel 02/0 : 0[0] -> 1[1] via P2P/CUMEM\n"
+STATS = (
+    b"(APIServer pid=3) INFO 03-04 11:20:10 [loggers.py:123] Engine 000: Avg prompt throughput: "
+    b"0.0 tokens/s, Avg generation throughput: 6.0 tokens/s, Running: %d reqs, Waiting: 0 reqs\n"
+)
+
+
+def test_vllms_stats_prove_ready_whatever_came_before() -> None:
+    # vllm/stats_with_running_requests_prove_ready_after_nccl_chatter
+    assert _read(NCCL + STATS % 3)[0] is Verdict.READY
+    assert _read(NCCL + STATS % 0)[0] is Verdict.READY  # at INFO only when tokens went through
+    assert _read(NCCL + b"Running: 3 reqs\n")[0] is Verdict.STARTING  # words, not its stats
+    sglang = b"[2026-03-02 10:00:05 TP0] Load weight begin. avail mem=78.50 GB\n"
+    assert _read(sglang + STATS % 3)[0] is Verdict.STARTING  # SGLang: its ready line
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"Received request chatcmpl-9f2: params: SamplingParams(n=1), lora_request: None.",
+        b"Added request cmpl-77a1-0.",
+        b"Aborted request(s) chatcmpl-9f2.",
+        b"Generated response chatcmpl-9f2: output: 'Hi', finish_reason: stop",
+        b"SpecDecoding metrics: Mean acceptance length: 2.10, Accepted: 120 tokens",
+    ],
+)
+def test_vllms_request_log_shows_a_serving_server(line: bytes) -> None:
+    # vllm/request_log_after_loading_shows_a_serving_server
+    loading = b"INFO 05-02 10:00:30 [default_loader.py:267] Loading weights took 20.12 seconds\n"
+    logged = b"INFO 05-02 10:09:00 [logger.py:43] " + line + b"\n"
+    assert _read(loading + logged)[0] is Verdict.READY
+    assert _read(loading + b"INFO 05-02 10:09:00 [logger.py:43] Added the model.\n")[0] is (
+        Verdict.STARTING
+    )
+
+
+def test_an_error_logged_by_a_request_handler_shows_a_serving_server() -> None:
+    # vllm/request_handler_error_alone_is_a_serving_server
+    handler = b"(APIServer pid=1) ERROR 05-02 10:11:12 [serving_chat.py:257] ValueError: bad\n"
+    assert _read(handler) == (Verdict.READY, Phase.READY, None)
+    assert _read(handler.replace(b"[serving_chat.py:257]", b"serving_chat.py:257]"))[0] is (
+        Verdict.READY  # vLLM V0's stamp
+    )
+    assert _read(handler.replace(b"] ValueError: bad", b"]"))[0] is Verdict.READY  # wrapped there
+    startup = b"(APIServer pid=1) INFO 05-02 10:11:12 [serving_chat.py:90] Using default params\n"
+    assert (
+        _read(startup)[0] is Verdict.STARTING
+    )  # the handler is built at startup: INFO proves none
+    dead = b"(APIServer pid=1) ERROR 05-02 10:11:12 [serving.py:1173] vllm.v1.engine.exceptions."
+    assert _read(dead + b"EngineDeadError: EngineCore encountered an issue.\n")[0] is (
+        Verdict.FAILED  # a handler reporting the engine dead is that failure, no proof of ready
+    )
+
+
+def test_a_traceback_through_a_request_handler_shows_a_serving_server() -> None:
+    # vllm/cancelled_request_then_handler_traceback_cut
+    frame = b'  File "/v/vllm/entrypoints/openai/api_server.py", line 512, in create_completion\n'
+    code = b"    generator = await handler.create_completion(request, raw_request)\n"
+    assert _read(b"Traceback (most recent call last):\n" + frame + code)[0] is Verdict.READY
+    # vllm/handler_frame_wrapped_in_three_pieces_then_cut: the frame's wrapped tail names it
+    wrapped = b'  File "/v/vllm/entrypoints/openai/serving_completion.py", line 310, in\n'
+    tail = b"completion_stream_generator\n    async for res in result_generator:\n"
+    assert _read(b"Traceback (most recent call last):\n" + wrapped + tail)[0] is Verdict.READY
+    # vllm/handler_frame_cut_mid_name_its_code_calls_it: the route's code calls the handler
+    cut = b'  File "/v/vllm/entrypoints/openai/api_server.py", line 640, in create_chat_c\nomp\n'
+    calls = b"    generator = await handler.create_chat_completion(request, raw_request)\n"
+    assert _read(b"Traceback (most recent call last):\n" + cut + calls)[0] is Verdict.READY
+    startup = (
+        b'  File "/v/vllm/entrypoints/openai/api_server.py", line 90, in create_server_socket\n'
+    )
+    bind = b"    sock.bind(addr)\n"
+    assert _read(b"Traceback (most recent call last):\n" + startup + bind)[0] is Verdict.FAILED
+
+
+def test_a_cancelled_task_names_no_failure() -> None:
+    cancelled = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/usr/lib/python3.11/asyncio/locks.py", line 213, in wait\n'
+        b"asyncio.exceptions.CancelledError\n"
+    )
+    assert _read(cancelled)[0] is Verdict.STARTING
+    after = cancelled + b"RuntimeError: Engine core initialization failed. See root cause above.\n"
+    assert _read(after)[2] is Reason.ENGINE_INIT
+
+
+def test_a_traceback_cut_after_a_stop_is_the_stops() -> None:
+    stop = b"INFO 05-02 10:00:03 [launcher.py:80] Received SIGTERM, shutting down\n"
+    cut = b'Traceback (most recent call last):\n  File "/v/x.py", line 3, in run\n    loop()\n'
+    assert _read(stop + cut)[0] is Verdict.STARTING
+    assert _read(cut)[0] is Verdict.FAILED
+
+
+def test_an_engine_process_found_dead_fails_a_ready_server() -> None:
+    # vllm/v0_engine_process_died_while_serving
+    died = (
+        b'  File "/v/vllm/engine/multiprocessing/client.py", line 650, in _process_request\n'
+        b"MQEngineDeadError: Engine loop is not running: RuntimeError('Engine process (pid 91) "
+        b"died.')\n"
+    )
+    assert _read(VLLM_UP + died) == (Verdict.FAILED, Phase.READY, Reason.CRASH)
+    stop = b"INFO 05-02 10:08:59 [launcher.py:80] Received SIGTERM, shutting down\n"
+    assert _read(VLLM_UP + stop + died)[0] is Verdict.READY
+    # vllm/v0_engine_dead_bare_line_after_ready: an exception quoting its cause is no echo,
+    bare = b"MQEngineDeadError: Engine loop is not running: RuntimeError('Engine process (pid 9) "
+    assert _read(VLLM_UP + bare + b"died.')\n")[0] is Verdict.FAILED
+    # vllm/v0_engine_dead_line_hard_wrapped_after_ready: the cause on the wrapped line's rest
+    wrapped = b"MQEngineDeadError: Engine loop is not running. Inspect the stacktrace to find e\n"
+    rest = b"rror: RuntimeError('Engine process (pid 9) died.').\n"
+    assert _read(VLLM_UP + wrapped + rest)[0] is Verdict.FAILED
+    noise = b"WARNING: Running pip as the 'root' user can result in broken permissions and more\n"
+    own = b"vllm.engine.multiprocessing." + bare + b"died.')\n"  # its own line, lower-case first
+    assert _read(VLLM_UP + noise + own)[0] is Verdict.FAILED
+    prompt = b"Received request c-1: prompt: 'Engine process (pid 9) died.', params: None\n"
+    assert _read(VLLM_UP + prompt)[0] is Verdict.READY  # but a logged prompt's text is data
+
+
+# -- lines that name the engine or the phase --------------------------------------------------
+
+
+def test_the_route_list_names_vllm_so_uvicorns_line_means_ready() -> None:
+    # vllm/route_list_then_startup_complete_names_vllm
+    routes = b"INFO 07-09 14:02:11 [launcher.py:29] Route: /v1/completions, Methods: POST\n"
+    state = explain(routes + b"INFO:     Application startup complete.\n")
+    assert (state.verdict, state.engine) == (Verdict.READY, Engine.VLLM)
+    template = b"INFO 07-09 14:02:11 [chat_utils.py:1] Detected the chat template content format"
+    assert explain(template + b" to be 'string'.\n").engine is Engine.VLLM
+
+
+def test_any_graph_capture_line_or_bar_is_the_capture() -> None:
+    # vllm/per_size_graph_capture_lines_cut, vllm/capture_bar_of_another_kind
+    per_size = (
+        b"INFO 02-03 04:05:06 [gpu_model_runner.py:3100] Graph capturing for 512 input tokens\n"
+    )
+    assert _read(per_size)[1] is Phase.CUDA_GRAPH
+    bar = b"Capturing prefill CUDA graphs:  40%|####      | 4/10 [00:01<00:02,  3.10it/s]\n"
+    assert _read(bar)[1] is Phase.CUDA_GRAPH
+
+
+def test_a_log_cut_in_its_traceback_shows_its_last_frames_once() -> None:
+    frames = [
+        b'  File "/v/vllm/v1/engine/core.py", line %d, in %s\n    %s\n' % (line, name, code)
+        for line, name, code in (
+            (10, b"run_engine_core", b"engine_core = EngineCoreProc(*args, **kwargs)"),
+            (80, b"__init__", b"self._init_executor()"),
+        )
+    ]
+    cut = b"Traceback (most recent call last):\n" + b"".join(frames)
+    state = explain(cut)
+    assert state.verdict is Verdict.FAILED
+    assert state.excerpt[-2:] == (
+        '  File "/v/vllm/v1/engine/core.py", line 80, in __init__',
+        "    self._init_executor()",
+    )
+    assert len(set(state.excerpt)) == len(state.excerpt)
