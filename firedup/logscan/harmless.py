@@ -120,6 +120,22 @@ def is_routine(message: str) -> bool:
     return message.startswith(ROUTINE) or ' HTTP/1.1" ' in message or "NCCL INFO " in message
 
 
+def harmless_across(tail: str, message: str) -> bool:
+    """Whether a line and the end of the long one before it, read joined (cut mid-word, or at
+    a space the paste lost), make a harmless line whose words straddle the cut: the line is
+    the rest of a hard-wrapped harmless one (`... NCCL WA` then `RN Call to bind failed`)."""
+    cut = len(tail)
+    for glue in ("", " "):
+        text = tail + glue + message[:200]
+        lower = text.lower()
+        for needle, pattern in HARMLESS:
+            if needle in lower:
+                found = pattern.search(text)
+                if found is not None and found.start() < cut < found.end():
+                    return True
+    return False
+
+
 def is_harmless(message: str) -> bool:
     lower = message.lower()
     return any(needle in lower and pattern.search(message) for needle, pattern in HARMLESS)

@@ -439,3 +439,24 @@ def test_a_stamp_and_a_space_is_the_programs_own_format_and_stays() -> None:
     program's line, not a viewer's column, so nothing is peeled."""
     text = "2024-07-01 07:28:04.488 1 kserve ERROR [__main__.py:<module>():254] Failed to start"
     assert parse_line(text).message == text
+
+
+# -- a harmless line hard-wrapped (field/nccl_warn_bind_in_use_hard_wrapped_is_harmless) ------
+
+_WARN = b"gpu-node-7:41022:41022 [0] ras/client_support.cc:160 NCCL WARN Call to bind failed: "
+
+
+def test_a_harmless_line_cut_mid_word_stays_harmless_on_either_side_of_the_cut() -> None:
+    """NCCL's RAS client warns when its port is taken; cut inside the signature, or inside the
+    harmless words, its rest must not read as the server's port in use."""
+    inside_signature = _WARN + b"Address alre\nady in use\n"
+    inside_harmless = _WARN[:60] + b"\n" + _WARN[60:] + b"Address already in use\n"
+    assert inside_harmless.split(b"\n")[0].endswith(b"NCCL WA")
+    for log in (inside_signature, inside_harmless):
+        assert _read(log)[0] is Verdict.STARTING, log
+
+
+def test_a_real_failure_after_a_long_harmless_line_still_fails() -> None:
+    after = _WARN + b"Address already in use\n"
+    assert _read(after + b"OSError: [Errno 98] Address already in use\n")[2] is Reason.PORT_IN_USE
+    assert _read(after + b"Killed\n")[0] is Verdict.FAILED
