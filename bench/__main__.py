@@ -29,6 +29,7 @@ from bench.report import latency_summary, write_reports
 from bench.rig import Rig
 from bench.router import run_router
 from bench.slowlink import DELAY_S, run_slowlink
+from bench.status import run_status, run_top
 from bench.steady import run_steady
 from bench.throughput import run_throughput
 from bench.tools import BENCH, Ansible, ensure_ansible
@@ -43,6 +44,8 @@ SECTIONS = [
     "redeploy",
     "throughput",
     "router",
+    "status",
+    "top",
 ]
 
 
@@ -131,6 +134,12 @@ def _run_sections(
     if "router" in only:
         log("== through the real sglang-router during a restart of every worker")
         results["router"] = run_router(rig, max(1, plan.repeats // 2), log)
+    if "status" in only:
+        log(f"== fab status over +{DELAY_S * 1000:.0f} ms each way")
+        results["status"] = _dicts(run_status(rig, ansible, plan.repeats, log))
+    if "top" in only:
+        log("== node CPU of fab top's refresh")
+        results["top"] = _dicts(run_top(rig, 20, max(1, plan.repeats // 2), log))
     if "throughput" in only:
         log("== log classifier throughput")
         results["throughput"] = run_throughput(plan.throughput_mb, 2, log)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench import router, slowlink
+from bench import router, slowlink, status
 from bench.fleet import __doc__ as fleet_doc
 from bench.report import fmt, median, ratio, table
 
@@ -286,6 +286,8 @@ almost nothing over the wire; they pay on the node instead, re-reading the whole
 poll (node CPU column).""",
     "slowlink": "## Waits over slow links\n\n" + (slowlink.__doc__ or ""),
     "router": "## Behind a router: a restart of every worker\n\n" + (router.__doc__ or ""),
+    "status": "## Watching: `fab status` over +50 ms, `fab top`'s node CPU\n\n"
+    + (status.__doc__ or ""),
     "e2e": """## End-to-end deploy against an instantly-ready node, and SSH connections
 
 tiny-llama at FIREDUP_SIM_SPEED=1000: all that is left is process start-up. Each deploy is the
@@ -322,10 +324,12 @@ def render_markdown(results: dict[str, Any]) -> str:
         "redeploy": lambda r: _redeploy(r["redeploy"]),
         "throughput": lambda r: _throughput(r["throughput"]),
         "router": lambda r: router.render_router(r["router"]),
+        "status": lambda r: status.render_status(r["status"]),
+        "top": lambda r: "### `fab top`'s refresh\n\n" + status.render_top(r["top"]),
     }
     for name, render in renderers.items():
         if name in results:
-            parts.append(SECTIONS[name] + "\n\n" + render(results))
+            parts.append((SECTIONS.get(name, "") + "\n\n" + render(results)).strip())
     if results.get("notes"):
         parts.append("## Notes\n\n" + "\n".join(f"- {n}" for n in results["notes"]))
     return "\n\n".join(parts) + "\n"

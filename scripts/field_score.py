@@ -10,7 +10,9 @@ Parts (each scored on its own, never pooled):
 - `blind`: tests/fixtures/blind, logs collected and labelled by a session that never read the
   rules, scored once with the rules frozen (docs/log-analysis.md says how it was kept blind).
   `blind2`: tests/fixtures/blind2, a second part collected the same way, scored once with
-  main's rules of 2026-12-01; development data since. Either label format is read.
+  main's rules of 2026-12-01; development data since. `blind3`: tests/fixtures/blind3, a third
+  part collected the same way, scored with main's rules of 2026-12-01 afternoon; development
+  data since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -19,7 +21,7 @@ Each log is read the way `fab explain-log PATH --json` reads it:
   `ready`; a failed log has a phase label only in the sidecar format);
 - healthy called failed: logs labelled starting, ready or stopped that came out failed.
 
-    .venv/bin/python scripts/field_score.py [dev|test|field|blind|blind2|all] [--misses]
+    .venv/bin/python scripts/field_score.py [dev|test|field|blind|blind2|blind3|all] [--misses]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ PARTS = {
     "field": CORPUS / "field",
     "blind": FIXTURES / "blind",
     "blind2": FIXTURES / "blind2",
+    "blind3": FIXTURES / "blind3",
 }
 
 

@@ -28,7 +28,7 @@ from datetime import datetime
 
 from firedup.logscan.context import quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
-from firedup.logscan.harmless import is_harmless, is_routine
+from firedup.logscan.harmless import harmless_across, is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
 from firedup.logscan.normalize import Line
 from firedup.logscan.signatures import (
@@ -83,7 +83,7 @@ class FailureRules:
         match, joined = self._signature(message)
         if match is None and not exception:
             return False  # frames only hint at a cause: see evidence.Tracebacks
-        if not exception and is_harmless(message):
+        if not exception and is_harmless(joined):  # a wrapped line is harmless as a whole
             self._warn(line, now, out)
             return False
         ready = self._verdict is Verdict.READY
@@ -119,6 +119,8 @@ class FailureRules:
                 if match is not None:
                     joined = tail + glue + message
                     break
+        if match is not None and tail and harmless_across(tail, message):
+            return None, message  # the rest of a harmless line cut mid-word (`NCCL WA|RN ...`)
         if match is None and len(message) >= _JOIN_MIN_CHARS:
             self._wrapped_tail = message[-_JOIN_CHARS:]
         return match, joined

@@ -8,6 +8,7 @@ table (the costly part of reading a line); requests answered show a server that 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from firedup.logscan.signatures import match_signature
 
@@ -95,9 +96,44 @@ def handler_frame(frame: str) -> bool:
     )
 
 
+# uvicorn runs each HTTP request's ASGI app in `RequestResponseCycle.run_asgi`
+# (uvicorn/protocols/http/h11_impl.py and httptools_impl.py): a frame there is a request's.
+_ASGI_FRAME = re.compile(r"(?:^|[\s,])in run_asgi\s*$")
+
+
+def asgi_frame(frame: str) -> bool:
+    """Whether a traceback's frame line runs in uvicorn's per-request coroutine: the HTTP
+    server was serving a request (any engine's; SGLang's own warm-up request too)."""
+    return "run_asgi" in frame and _ASGI_FRAME.search(frame) is not None
+
+
+def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool]) -> bool:
+    """Whether a frame shows a request being served: uvicorn's per-request coroutine when
+    requests served count (any engine), or one of vLLM's handlers (never SGLang's warm-up)."""
+    if asgi_frame(frame) and serving_counts():
+        return True
+    return not sglang and handler_frame(frame)
+
+
 def is_routine(message: str) -> bool:
     """Serving traffic and NCCL chatter: never a failure, so never matched against the table."""
     return message.startswith(ROUTINE) or ' HTTP/1.1" ' in message or "NCCL INFO " in message
+
+
+def harmless_across(tail: str, message: str) -> bool:
+    """Whether a line and the end of the long one before it, read joined (cut mid-word, or at
+    a space the paste lost), make a harmless line whose words straddle the cut: the line is
+    the rest of a hard-wrapped harmless one (`... NCCL WA` then `RN Call to bind failed`)."""
+    cut = len(tail)
+    for glue in ("", " "):
+        text = tail + glue + message[:200]
+        lower = text.lower()
+        for needle, pattern in HARMLESS:
+            if needle in lower:
+                found = pattern.search(text)
+                if found is not None and found.start() < cut < found.end():
+                    return True
+    return False
 
 
 def is_harmless(message: str) -> bool:

@@ -42,6 +42,11 @@ _WRAPPER = re.compile(
     r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)[+-]\d{4}) \S+ [\w.@/:-]+(?:\[\d+\])?: "
     r"|(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]\d\d:?\d\d)? "
     r"(?:std(?:out|err) [FP] )?"  # the kubelet's CRI log files: stream and partial-line tag
+    # A log viewer's column (a cloud console, Grafana): `2025-03-11 09:47:23.058<TAB>`. A stamp
+    # and a space is the program's own format (Python logging's asctime, KServe's): kept.
+    r"|(?P<viewer>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\t"
+    # A Markdown quote around the paste, and the blank columns a viewer's copy leaves.
+    r"|(?P<quote>>[ \t]+)"
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
@@ -197,6 +202,8 @@ def split_records(text: str) -> list[str]:
 def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
     if match.group("docker"):
         return _iso_stamp(match.group("docker"))
+    if match.group("viewer"):
+        return _iso_stamp(match.group("viewer").replace(" ", "T"))
     if match.group("jiso"):
         return _iso_stamp(match.group("jiso"))
     if match.group("jmon"):

@@ -21,7 +21,7 @@ from firedup.engine import Engine
 from firedup.logscan.context import is_stop, quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.failures import FailureRules
-from firedup.logscan.harmless import SERVING, handler_frame, is_routine, serves_requests
+from firedup.logscan.harmless import SERVING, is_routine, request_frame, serves_requests
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
     Event,
@@ -262,10 +262,12 @@ class LogScanner(FailureRules):
         self._excerpt.note(line.text, just_set=fatal)
 
     def _in_handler(self, message: str) -> bool:
-        """Whether the frame just seen runs in a vLLM request handler while starting."""
-        if self._verdict is not Verdict.STARTING or self.engine is Engine.SGLANG:
+        """Whether the frame just seen runs in a vLLM request handler while starting, or in
+        uvicorn's per-request coroutine when requests served count (_serving_counts)."""
+        if self._verdict is not Verdict.STARTING:
             return False
-        return handler_frame(self._tracebacks.frame or message)
+        frame, sglang = self._tracebacks.frame or message, self.engine is Engine.SGLANG
+        return request_frame(frame, sglang=sglang, serving_counts=self._serving_counts)
 
     def _continued(self, piece: Line, line: Line, now: datetime | None, out: list[Event]) -> None:
         """A long line and a bare one after it may be one line a paste hard-wrapped: a phase

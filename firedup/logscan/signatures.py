@@ -79,7 +79,7 @@ SIGNATURES: tuple[Signature, ...] = (
     W(
         R.OOM,
         "out of memory",
-        r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory|outofmemoryerror",
+        r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory",
     ),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
     S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
@@ -125,23 +125,26 @@ SIGNATURES: tuple[Signature, ...] = (
     W(
         R.MODEL_NOT_FOUND,
         "repo",
-        r"hfvalidationerror|repo id must|gatedrepoerror"
+        r"repo id must|gatedrepoerror"
         r"|(?:cannot|trying to) access (?:a )?gated repo",  # huggingface_hub's, transformers
     ),
+    W(R.MODEL_NOT_FOUND, "hfvalidationerror", r"hfvalidationerror"),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
     # The model is there but cannot be read: a truncated or corrupt checkpoint.
     W(
         R.MODEL_NOT_FOUND,
         "safetensor",
-        r"safetensorerror|safetensors_rust\.\w*error|error while deserializing header",
+        r"safetensorerror|safetensors_rust\.\w*error",
     ),
+    W(R.MODEL_NOT_FOUND, "deserializing header", r"error while deserializing header"),
+    # Each row's needle must be in every text its pattern matches: the needle gates the row.
     W(
         R.UNSUPPORTED_MODEL,
         "not supported",
-        r"model architectures \[.*\] are not supported|unsupported architectures?\b"
-        r"|architecture \S+ not supported",
+        r"model architectures \[.*\] are not supported|architecture \S+ not supported",
     ),
+    W(R.UNSUPPORTED_MODEL, "unsupported architecture", r"unsupported architectures?\b"),
     W(
         R.UNSUPPORTED_MODEL,
         "does not recognize this architecture",
@@ -166,7 +169,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S(
         R.BAD_ARGS,
         ": error: ",
-        r"\berror: (?:unrecognized arguments|ambiguous option|argument \S+: "
+        r": error: (?:unrecognized arguments|ambiguous option|argument \S+: "
         r"|the following arguments are required)",
     ),
     # JIT builds (flashinfer, torch cpp_extension) that fail compile or find no compiler.
@@ -176,6 +179,14 @@ SIGNATURES: tuple[Signature, ...] = (
         r"ninja build failed|ninja: build stopped|no such file or directory: 'ninja'",
     ),
     S(R.JIT_BUILD, "error building extension", r"error building extension"),
+    # The compiler's own words (gcc, nvcc's host compiler): a fatal error in a source file
+    # stops the build, and `compilation terminated.` closes it. Only a JIT build compiles.
+    S(R.JIT_BUILD, "compilation terminated", r"^compilation terminated\.\s*$"),
+    S(
+        R.JIT_BUILD,
+        ": fatal error: ",
+        r"\.(?:cuh?|h|hh|hpp|cc|cpp|cxx):\d+(?::\d+)?: fatal error: ",
+    ),
     W(R.JIT_BUILD, "ninja", r"calledprocesserror: command '\['ninja'"),
     W(R.JIT_BUILD, "nvcc", r"\bnvcc\b.*(?:--generate-dependencies|-c |-o )"),
     # A dying interpreter: faulthandler's dump (`File "...", line N in f`, no comma) and the
@@ -186,6 +197,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.FATAL_PYTHON_ERROR, "received at time=", r"\*\*\* sig\w+ received at time="),
     S(R.CUDA_GRAPH_CAPTURE, "capture cuda graph failed", r"capture cuda graph failed"),
     S(R.WARMUP_FAILED, "warmup error", r"initialization failed\. warmup error"),
+    S(R.WARMUP_FAILED, "aborting startup", r"warmup failed; aborting startup"),
     S(
         R.ENGINE_INIT,
         "initialization failed",
@@ -211,7 +223,17 @@ SIGNATURES: tuple[Signature, ...] = (
     # vLLM V0's client finding its engine process gone (MQEngineDeadError's cause).
     S(R.CRASH, "engine process", r"engine process \(pid \d+\) died"),
     # A launcher or Ray saying the server (or the actor running it) is gone.
-    S(R.CRASH, "failed to start", r"failed to start (?:the )?model server"),
+    # A wrapper (TorchServe, KServe, lemonade's lemond) saying the server it ran never came up.
+    S(
+        R.CRASH,
+        "failed to start",
+        r"failed to start (?:the )?model server|server failed to start within (?:the )?timeout",
+    ),
+    # vLLM V0's execute_model failed (worker/model_runner_base.py, dump_input_when_exception):
+    # it dumps the batch, then re-raises `Error in model execution (input dumped to ...)`, and
+    # the engine loop dies with it (AsyncLLMEngine is errored from then on).
+    S(R.CRASH, "input of failed execution", r"writing input of failed execution to \S+"),
+    S(R.CRASH, "error in model execution", r"error in model execution \(input dumped to"),
     S(R.CRASH, "actor is dead", r"the actor is dead because its worker process has died"),
     S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
     S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),

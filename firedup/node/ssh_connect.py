@@ -261,6 +261,12 @@ def connect_error(chain: list[KeepaliveConnection], exc: BaseException) -> Conne
         )
     if isinstance(exc, paramiko.AuthenticationException):
         return _auth_error(hop, exc)
+    if isinstance(exc, paramiko.ChannelException):  # connected, but no session for a command
+        return TransientConnectError(
+            f"{where}: the node refused a session for the command ({exc.text}): sshd's "
+            "MaxSessions reached, or sessions not allowed for this user",
+            hint="check MaxSessions (and Match blocks) in the node's sshd_config",
+        )
     if isinstance(exc, socket.gaierror):
         return ConnectError(f"{where}: cannot resolve address: {exc}")
     if isinstance(exc, EOFError | ConnectionError) or (

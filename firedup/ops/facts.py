@@ -26,6 +26,7 @@ from firedup.ops.history import HistoryRecord, history_path, parse_history
 from firedup.patching.record import parse_record, record_path
 from firedup.readiness.logfeed import scan_from_json
 from firedup.readiness.shipping import FACTS, FrameParser, new_nonce, reader_argv
+from firedup.readiness.watch import LIVENESS
 
 HISTORY_LINES = 51  # one more than status shows: a torn last line takes a slot
 LOG_BOUNDS = {
@@ -81,6 +82,7 @@ def facts_options(
         "log": LOG_BOUNDS,
         "metrics": {"prefixes": list(METRIC_PREFIXES)} if metrics else None,
         "files": list(RUN_FILES),
+        "live": {str(engine): path for engine, path in LIVENESS.items()},
     }
 
 

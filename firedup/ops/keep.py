@@ -25,7 +25,7 @@ from firedup.ops.deploy import DeployPlan
 from firedup.ops.history import Action, Outcome, run_record
 from firedup.ops.repo import inventory_commit
 from firedup.readiness.shipping import WATCH_BOOT, watch_code
-from firedup.readiness.watch import health_url
+from firedup.readiness.watch import health_url, live_url
 
 WATCH_DIR = "watch"
 SCRIPTS = ("start", "stop", "lock_hold", "history_append")
@@ -55,6 +55,7 @@ def watch_config(plan: DeployPlan, run: RunMeta) -> dict[str, Any]:
         "engine": deployment.engine.value,
         "port": deployment.port,
         "health_url": health_url(run),
+        "live_url": live_url(run),  # asked in its place once ready (watch.LIVENESS)
         "base_url": health_url(run).removesuffix("/health"),
         "model": deployment.model,
         "ready_timeout_s": deployment.ready_timeout_s,

@@ -13,7 +13,8 @@ facts; this script only runs them, at once, and sends one frame back:
   is not a regular file is refused, and every read is bounded in bytes and time;
 - `metrics`: the server's `/metrics`, asked from the node (no port opened to the operator),
   only the engines' own lines;
-- `files`: small files of the run directory (the watch's `watch.json`), bounded.
+- `files`: small files of the run directory (the watch's `watch.json`), bounded;
+- `live`: engine -> its cheap liveness check, the `probe` fact's `health` (watch.LIVENESS).
 
 Adding a fact is one entry in the operator's `facts` (ops/facts.py) and its parser there.
 """
@@ -93,9 +94,10 @@ class Jobs:
     """Facts running at once, each in a thread; `join` gives name -> base64 stdout (None for
     a fact that could not run, or needs a run when there is none)."""
 
-    def __init__(self) -> None:
+    def __init__(self, live: dict[str, str]) -> None:
         self.out: dict[str, str | None] = {}
         self.threads: list[threading.Thread] = []
+        self.live = live
 
     def start(self, run: Run | None, facts: dict[str, list[str]]) -> None:
         for name, argv in facts.items():
@@ -108,7 +110,7 @@ class Jobs:
             self.threads.append(thread)
 
     def _one(self, name: str, args: list[str], run: Run | None) -> None:
-        looked = _look(run) if name == "probe" and run is not None else None
+        looked = _look(run, self.live) if name == "probe" and run is not None else None
         self.out[name] = looked if looked is not None else _run(args)
 
     def join(self) -> dict[str, str | None]:
@@ -117,12 +119,20 @@ class Jobs:
         return self.out
 
 
-def _look(run: Run) -> str | None:
-    """The `probe` fact from /proc here, without its forks (nodelook), when /proc can tell."""
+def _look(run: Run, live: dict[str, str]) -> str | None:
+    """The `probe` fact from /proc (nodelook), when /proc can tell; `health` from the engine's
+    cheap check (`live`: engine -> path), or /health where it has none or it answers 404."""
     if not run.port.isdigit():
         return None
-    text = nodelook.look(run.rundir, int(run.port), run.base + "/health")
-    return base64.b64encode(text.encode()).decode("ascii") if text is not None else None
+    text = nodelook.look(run.rundir, int(run.port))
+    if text is None:
+        return None
+    path = live.get(str(run.meta.get("engine") or ""), "/health")
+    code = nodelook.health(run.base + path)
+    if code == "404" and path != "/health":
+        code = nodelook.health(run.base + "/health")
+    text += f"health={code}\n"
+    return base64.b64encode(text.encode()).decode("ascii")
 
 
 def _read(fh: Any, size: int, deadline: float) -> bytes:
@@ -222,13 +232,11 @@ def read_metrics(run: Run, opts: dict[str, Any]) -> str | None:
     """The engine's own lines of `/metrics`, asked from the node (no proxy: our loopback)."""
     if not run.port or not alive(run.pid):
         return None
-    import urllib.request  # here, in its own thread: its import alone takes 50 ms
-
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(run.base + "/metrics", timeout=METRICS_TIMEOUT_S) as reply:
-            body = reply.read(MAX_METRICS_BYTES)
+        code, body = nodelook.http_get(run.base + "/metrics", METRICS_TIMEOUT_S, MAX_METRICS_BYTES)
     except Exception:  # any failure to answer is "no metrics"
+        return None
+    if code != 200:
         return None
     prefixes = tuple(str(p) for p in opts.get("prefixes") or ())
     text = body.decode("utf-8", "replace")
@@ -262,7 +270,7 @@ def watch_alive(text: str | None) -> bool:
 def gather(options: dict[str, Any]) -> dict[str, Any]:
     facts = {str(k): [str(a) for a in v] for k, v in options["facts"].items()}
     free = {k: v for k, v in facts.items() if not any(a.startswith("@") for a in v)}
-    jobs = Jobs()
+    jobs = Jobs({str(k): str(v) for k, v in (options.get("live") or {}).items()})
     jobs.start(None, free)  # what needs no run starts before the run is read
     current = _run([str(a) for a in options["current"]])
     text = base64.b64decode(current).decode("utf-8", "replace") if current else ""
@@ -289,11 +297,13 @@ def gather(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    """argv: NONCE OPTIONS (a JSON object: workdir, current, facts, log, metrics, files)."""
+    """argv: NONCE OPTIONS (a JSON object: workdir, current, facts, log, metrics, files, live).
+    Ends the process once the frame is out."""
     nonce, options = argv
     out = sys.stdout.buffer
     out.write(b"\nFIREDUP-READER " + nonce.encode() + b"\n")
     body = json.dumps(gather(json.loads(options)), separators=(",", ":")).encode()
     out.write(b"S %d\n" % len(body) + body)
     out.flush()
-    return 0
+    sys.stderr.flush()
+    os._exit(0)  # all said: no interpreter teardown (modules, threads) before sshd sees the end

@@ -75,6 +75,7 @@ class Looker:
         self.script = str(spec["script"])
         self.args = [str(a) for a in spec["args"]]
         self.health_url = str(spec.get("health_url") or "")
+        self.live_url = str(spec.get("live_url") or "")  # once ready (watch.LIVENESS)
         self.tick_s = float(spec.get("tick_s") or 1.0)
         self.loading_s = float(spec.get("loading_s") or self.tick_s)
         self.inproc = bool(spec.get("inproc"))  # the look from /proc here (nodelook)
@@ -93,7 +94,21 @@ class Looker:
 
     def look(self, phase: Phase, now: float) -> str:
         near = self.listening or phase.order >= Phase.HTTP_UP.order
-        url = self.health_url if near else ""
+        live = self.live_url if phase is Phase.READY else ""
+        url = (live or self.health_url) if near else ""
+        out = self._look(url)
+        if live and "\nhealth=404" in "\n" + out:  # the release lacks it: /health from now on
+            self.live_url = ""
+            out = self._look(self.health_url)
+        self.at = now
+        self.listening = self.listening or any(
+            ln.startswith("ss=") and len(ln.strip()) > 3 and ln.strip() != "ss=missing"
+            for ln in out.splitlines()
+        )
+        self.healthy_at_ready = phase is Phase.READY and "\nhealth=200" in "\n" + out
+        return out
+
+    def _look(self, url: str) -> str:
         argv = ["bash", "-c", self.script, "firedup-probe", *self.args, "0", "0"]
         argv += [url] if url else []
         out = nodelook.look(self.args[0], int(self.args[1]), url) if self.inproc else None
@@ -108,12 +123,6 @@ class Looker:
                 out = done.stdout.decode("ascii", "replace")
             except (OSError, subprocess.TimeoutExpired):
                 out = ""
-        self.at = now
-        self.listening = self.listening or any(
-            ln.startswith("ss=") and len(ln.strip()) > 3 and ln.strip() != "ss=missing"
-            for ln in out.splitlines()
-        )
-        self.healthy_at_ready = phase is Phase.READY and "\nhealth=200" in "\n" + out
         return out
 
 

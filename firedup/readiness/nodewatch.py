@@ -149,10 +149,16 @@ class Watch:
         return None
 
     def health(self) -> int:
-        url = str(self.cfg.get("health_url") or "")
+        """The ready run's liveness: the engine's cheap check (watch.LIVENESS), or /health."""
+        live = str(self.cfg.get("live_url") or "")
+        url = live or str(self.cfg.get("health_url") or "")
         if not url:
             return 200  # nothing to ask: the process and the port decide
-        return checks.health(url, float(self.cfg.get("health_timeout_s") or 5.0))
+        code = checks.health(url, float(self.cfg.get("health_timeout_s") or 5.0))
+        if live and code == 404:  # this release has no such check: /health from now on
+            self.cfg["live_url"] = ""
+            return self.health()
+        return code
 
     def maybe_generate(self, run: Run) -> None:
         every = float(self.cfg.get("generate_every_min") or 0) * 60

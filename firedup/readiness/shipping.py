@@ -25,6 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from firedup.readiness import bundlecache
 from firedup.readiness.shipsource import shipped_text
 
 ENTRY = "firedup.readiness.nodeside"  # the wait's reader
@@ -169,6 +170,11 @@ def bundle_arg(entry: str = ENTRY) -> str:
 
 @cache
 def _bundle_arg(entry: str) -> str:
+    version = "{}.{}".format(*sys.version_info[:2])  # the operator python that built it
+    return bundlecache.cached(entry, version, lambda: _build_arg(entry))
+
+
+def _build_arg(entry: str) -> str:
     payload = {"entry": entry, "modules": _bundle(entry)}
     data = json.dumps(payload, sort_keys=True).encode("utf-8")
     return base64.b64encode(zlib.compress(data, 9)).decode("ascii")

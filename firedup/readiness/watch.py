@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from firedup.engine import Engine
 from firedup.errors import (
     ForeignListenerError,
     PreflightError,
@@ -96,12 +97,26 @@ def health_url(run: RunMeta) -> str:
     return f"http://{host}:{run.port}/health"
 
 
+# The engine's cheap liveness check where /health is not: asked once the ready line is read
+# (the wait, status, top, the watch). SGLang 0.5's /health runs a one-token generation and
+# first sleeps a second; /server_info is a round trip to the scheduler, no batch. A release
+# without it (0.4.0) answers 404: /health then. Before the ready line /health (503 in warmup).
+LIVENESS = {Engine.SGLANG: "/server_info"}
+
+
+def live_url(run: RunMeta) -> str:
+    """The engine's cheap liveness check as seen from the node, "" where /health is it."""
+    path = LIVENESS.get(run.engine)
+    return health_url(run).removesuffix("/health") + path if path else ""
+
+
 def look_spec(run: RunMeta, tick_s: float, loading_s: float | None = None) -> dict[str, Any]:
     """What the node reader needs to take the wait's look itself (nodeside.Looker)."""
     return {
         "script": script_text("probe"),
         "args": [run.rundir, str(run.port)],
         "health_url": health_url(run),
+        "live_url": live_url(run),
         "tick_s": tick_s,
         "loading_s": loading_s or tick_s,
         "inproc": True,  # from /proc in the reader; probe.sh where /proc cannot tell
@@ -167,6 +182,7 @@ class RunWatcher:
         self.dead_since: float | None = None
         self.following = False
         self.saw_listening = False
+        self.live_url = live_url(run)  # "" once the release answered it with a 404
         self.last_probe: Probe | None = None
 
     def _failing(self) -> None:
@@ -247,6 +263,7 @@ class RunWatcher:
             self.last_probe = probe
             return self._judge(probe)
         wants_health = self.saw_listening or self.scan.phase.order >= Phase.HTTP_UP.order
+        live = self.live_url if self.scan.phase is Phase.READY else ""
         # Read here, the probe also brings the log past our offset: unused while the server
         # lives (the stream delivers those bytes), it saves a round trip when it has just
         # died. Read on the node, the look carries no log at all.
@@ -256,9 +273,12 @@ class RunWatcher:
             self.run.port,
             self.log.raw_offset,
             max_bytes=0 if self.log.node_side else LOOK_LOG_BYTES,
-            health_url=health_url(self.run) if wants_health else "",
+            health_url=(live or health_url(self.run)) if wants_health else "",
             timeout_s=timeout_s,
         )
+        if live and probe.health == 404:  # this release has no such check: /health it is
+            self.live_url = ""
+            return self.look(timeout_s)
         return self._judge(probe)
 
     def _judge(self, probe: Probe) -> WaitStatus:

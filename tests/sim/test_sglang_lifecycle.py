@@ -86,3 +86,21 @@ def test_multi_node_waits_for_every_node(launch) -> None:  # type: ignore[no-unt
         "sglang::scheduler_TP2",
         "sglang::scheduler_TP3",
     ]
+
+
+def test_health_once_up_answers_after_sglangs_one_second_look_and_server_info_at_once(
+    launch,  # type: ignore[no-untyped-def]
+) -> None:
+    """sglang 0.5's /health submits a one-token generation, then `await asyncio.sleep(1)`
+    before it looks for the answer: a healthy server answers after a second, never sooner.
+    /server_info asks the scheduler for its state: a round trip to it, no batch, no line."""
+    run = launch(scenarios.by_name("sglang", "tiny-ready"), speed=1.0)
+    assert run.wait_for(lambda: FIRED in run.log(), 30)
+    for path, fastest, slowest in (("/health", 1.0, 3.0), ("/server_info", 0.0, 0.5)):
+        batches = run.log().count("Prefill batch")
+        t0 = time.monotonic()
+        assert run.http_status(path, timeout_s=5) == 200
+        took = time.monotonic() - t0
+        assert fastest <= took < slowest, f"{path} took {took:.2f} s"
+        generated = run.log().count("Prefill batch") - batches
+        assert generated == (1 if path == "/health" else 0), path

@@ -385,6 +385,31 @@ def _session(sid: int) -> list[int]:
     return session_members(sid)
 
 
+def test_a_healthy_sglang_is_not_taken_for_a_hang_by_a_short_health_timeout(
+    sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
+) -> None:
+    """SGLang 0.5's /health answers after a second at the soonest (a generation it looks for
+    once a second): asked with a 0.5 s timeout, a healthy server never answers in time. The
+    watch asks its cheap liveness check (/server_info: readiness/watch.LIVENESS) instead."""
+    watch = {"every_s": 0.3, "health_fails": 2, "health_timeout_s": 0.5}
+    workdir, inv, _ = deploy_watched(sshd, tmp_path, write_inventory, watch=watch)
+    try:
+        first = current_id(workdir)
+        codes: list[Any] = []
+
+        def checked() -> bool:
+            view = watch_json(workdir)
+            codes.append((view.get("checks") or {}).get("health"))
+            return len([c for c in codes if c is not None]) >= 8
+
+        wait_until(checked, 30, "eight checks")
+        view = watch_json(workdir)
+        assert current_id(workdir) == first and not view.get("restarts"), view
+        assert view["state"] == "watching" and {c for c in codes if c is not None} == {200}
+    finally:
+        stop_runs(inv)
+
+
 def test_a_deploy_during_the_backoff_ends_the_watch_and_wins(
     sshd: Sshd, tmp_path: Path, write_inventory: Callable[..., Path]
 ) -> None:

@@ -22,9 +22,10 @@ from firedup.launch.runs import RunMeta, stop_run
 from firedup.node.ssh import SshNode
 from firedup.ops.deploy import plan_deploy, start_plan
 from firedup.ops.status import RunState, host_status
+from firedup.readiness.shipping import FACTS, bundle_arg
 from firedup.readiness.wait import WaitOptions, wait_ready
 from tests.conftest import REPO, Sshd, sim_deployment, ssh_host
-from tests.slowlink import SlowLink
+from tests.slowlink import SlowLink, round_trip_s
 
 pytestmark = pytest.mark.ssh
 
@@ -144,29 +145,56 @@ class Counting:
 
 
 def test_status_over_a_100_ms_round_trip_is_one_command(sshd: Sshd, tmp_path: Path) -> None:
-    """Every fact of `fab status` (run, lock, history, patches, process, port, health, GPUs,
-    the log's state, the serving stats) in one command, where it took about six after the
-    log: once connected, what one command costs over the link (here 2-3 round trips:
-    channel open, exec, exit status) plus the node's work: the shipped python's start (0.09 s)
-    and the slowest fact, the facts running at once (on the simulated node /health, a one-token
-    generation on SGLang, and nvidia-smi, a python script, take about 0.2 s each)."""
+    """Every fact of `fab status` (run, lock, history, patches, process, port, liveness,
+    GPUs, the log's state, the serving stats) in one command, where it took about six after
+    the log. Once connected, as `fab status` is (the command is the connection's first), a
+    command costs two round trips (the channel's open, then the exec and its answer: the
+    command can't start sooner) plus the node's work (SGLang's /health, a generation looked
+    at after a second, is not asked: readiness/watch.LIVENESS).
+
+    What the link costs is held here: each status over the 100 ms relay is paired with one
+    over a direct connection to the same sshd just before it, and the relay may add at most
+    two round trips (+50 ms) to the pair's median. The node's work itself (about 0.1 s of CPU
+    in six processes; its wall time follows this shared machine's load) is the bench's
+    measurement, against the issue's 0.3 s: bench/status.py, results in docs/benchmarks.md."""
     relay = SlowLink(sshd.port, delay_s=0.05)
     node, plan = _node(sshd, relay, tmp_path, BENCH_NOISE_MB="0")
+    known = Path(node.spec.known_hosts or "")
+    known.write_text(known.read_text() + f"[127.0.0.1]:{sshd.port} {sshd.host_pub}\n")
+    direct_spec = node.spec.model_copy(update={"port": sshd.port})
     run = start_plan(node, plan)  # type: ignore[arg-type]
+    over_relay: list[float] = []
+    direct: list[float] = []
+
+    def one_status(spec: object, times: list[float]) -> float:
+        fresh = SshNode(spec)  # type: ignore[arg-type]
+        fresh._conn.open()  # connected; nothing run on it yet
+        rtt = round_trip_s(fresh._conn.client.get_transport())
+        counting = Counting(fresh)
+        t0 = time.monotonic()
+        status = host_status(counting, fresh.spec, plan.deployment)  # type: ignore[arg-type, attr-defined]
+        times.append(time.monotonic() - t0)
+        fresh.close()
+        assert status.state is RunState.READY, status
+        assert status.signals is not None and status.signals.health == 200
+        assert status.gpus, "the GPUs came in the same round trip"
+        assert counting.commands == 1
+        return rtt
+
     try:
         wait_ready(node, run, WaitOptions(timeout_s=25, tick_s=1.0))
-        counting = Counting(node)
-        t0 = time.monotonic()
-        node.run(["true"])  # what any one command costs over this link (channel, exec, exit)
-        one_command = time.monotonic() - t0
-        t0 = time.monotonic()
-        status = host_status(counting, node.spec, plan.deployment)  # type: ignore[arg-type, attr-defined]
-        took = time.monotonic() - t0
+        node.close()
+        bundle_arg(FACTS)  # built once per firedup install and kept (readiness/bundlecache)
+        for _ in range(3):
+            one_status(direct_spec, direct)
+            rtt = one_status(node.spec, over_relay)
+            assert 0.09 < rtt < 0.15, f"the relay's round trip is {rtt:.3f} s"
     finally:
         stop_run(node, run, grace_s=2)
         node.close()
         relay.close()
-    assert status.state is RunState.READY, status
-    assert status.gpus, "the GPUs came in the same round trip"
-    assert counting.commands == 1
-    assert took < one_command + 0.5, f"status took {took:.2f} s, a `true` {one_command:.2f} s"
+    link_cost = sorted(a - b for a, b in zip(over_relay, direct, strict=True))[1]
+    assert link_cost < 2 * rtt + 0.05, (
+        f"over the relay {over_relay} s, direct {direct} s: the link added {link_cost:.3f} s, "
+        f"more than two round trips of {rtt:.3f} s"
+    )

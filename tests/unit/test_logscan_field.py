@@ -53,14 +53,16 @@ def test_the_corpus_is_large_and_split_by_thread() -> None:
     assert not threads["dev"] & threads["test"]
 
 
-def _meets_floors(part: str, verdicts: float, reasons: float, phases: float) -> None:
+def _meets_floors(
+    part: str, verdicts: float, reasons: float, phases: float, *, healthy_failed: int = 0
+) -> None:
     result = _field_score().score(part)
     print(result.line())
     rates = result.rates()
     assert rates["verdicts"] >= verdicts, result.misses
     assert rates["reasons"] >= reasons, result.misses
     assert rates["phases"] >= phases, result.misses
-    assert result.healthy_called_failed == 0, result.misses
+    assert result.healthy_called_failed <= healthy_failed, result.misses
 
 
 def test_the_corpus_test_part_meets_the_issue_floors() -> None:
@@ -93,6 +95,22 @@ def test_the_second_blind_part_meets_the_floors_of_its_frozen_rules_score() -> N
     score = _field_score()
     assert len(score.labels("blind2")) == 75
     _meets_floors("blind2", verdicts=65 / 75, reasons=29 / 36, phases=33 / 39)
+
+
+def test_the_third_blind_part_meets_the_floors_of_its_frozen_rules_score() -> None:
+    """Floors at the frozen-rules score less one log; healthy called failed at most the frozen
+    count.
+
+    Scored blind with main's rules of 2026-12-01 afternoon (before any of its logs was read by
+    a rule change): verdicts 73/79 (92%), reasons 29/34 (85%), phases 41/45 (91%), healthy
+    called failed 1 (a stopped server's cut request traceback). Each floor is that score less
+    one log. The target stays none called failed (the changes that read its misses reach 0);
+    this floor asserts at most the frozen count, 1. Changes made after that score read its
+    misses (docs/log-analysis.md, "Three more parts").
+    """
+    score = _field_score()
+    assert len(score.labels("blind3")) == 79
+    _meets_floors("blind3", verdicts=72 / 79, reasons=28 / 34, phases=40 / 45, healthy_failed=1)
 
 
 @pytest.mark.parametrize("module", sorted(LOGSCAN.glob("*.py")), ids=lambda p: p.name)

@@ -43,7 +43,7 @@ KNOWN_BREAKS = {
     "wrap120": 5,
     "compose+wrap100": 7,
     "cut_half": 2,
-    "cut_to_evidence": 10,
+    "cut_to_evidence": 9,
 }
 
 

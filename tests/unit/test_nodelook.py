@@ -4,6 +4,8 @@ answering /health; and a listener that is not ours."""
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import signal
 import socket
@@ -14,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
-from firedup.node.base import script_argv
+from firedup.logscan import Phase
+from firedup.node.base import script_argv, script_text
 from firedup.node.probe import Probe, parse_probe
-from firedup.readiness import nodelook
+from firedup.readiness import nodefacts, nodelook
+from firedup.readiness.nodefacts import Run
+from firedup.readiness.nodeside import Looker
 from tests.conftest import free_port, wait_until
 
 SERVER = """
@@ -92,3 +97,20 @@ def test_a_listener_of_another_session_is_foreign(tmp_path: Path) -> None:
         lst.pids for lst in shell.foreign_listeners
     ]
     assert mine.health is None and mine.log_size is None
+
+
+def test_a_release_without_the_cheap_liveness_check_is_asked_health_instead(
+    served: tuple[Path, int, subprocess.Popen[bytes]],
+) -> None:
+    """SGLang 0.4.0 has no /server_info (a 404): the wait's look at the ready line and the
+    status look ask /health then, and the wait keeps to /health from there on."""
+    rundir, port, _ = served
+    base = f"http://127.0.0.1:{port}"
+    spec = {"script": script_text("probe"), "args": [str(rundir), str(port)], "inproc": True}
+    looker = Looker({**spec, "health_url": base + "/health", "live_url": base + "/server_info"})
+    assert "\nhealth=200\n" in "\n" + looker.look(Phase.READY, 0.0)
+    assert looker.live_url == "" and looker.healthy_at_ready
+    run = Run("/nowhere", f"meta={json.dumps({'run_id': 'r', 'port': port, 'engine': 'sglang'})}")
+    run.rundir = str(rundir)
+    looked = nodefacts._look(run, {"sglang": "/server_info"})
+    assert looked is not None and parse_probe(base64.b64decode(looked)).health == 200

@@ -6,6 +6,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import os
 import threading
 import time
@@ -19,6 +20,7 @@ from sglang.srt.environ import envs
 from sglang.version import __version__
 
 logger = logging.getLogger("sglang.srt.entrypoints.http_server")
+INTERNAL_STATE_TIMEOUT_S = 600.0  # sglang waits for the scheduler's answer without a bound
 
 
 class GlobalState:
@@ -102,7 +104,14 @@ def health(h: SglangHandler, state: GlobalState, body: bytes) -> None:
         return
     timeout_s = float(os.environ.get("SGLANG_HEALTH_CHECK_TIMEOUT", "20"))
     rid = f"HEALTH_CHECK_{time.time()}"
+    tic = time.monotonic()
     reply = state.submit({"rid": rid, "input_len": 1, "max_new_tokens": 1}, timeout_s)
+    if reply is not None:
+        # sglang looks for the answer once a second (`await asyncio.sleep(1)`, then checks
+        # last_receive_tstamp): a healthy server answers /health after one second, not sooner.
+        step = clock.scaled(1.0)
+        checks = max(1, math.ceil((time.monotonic() - tic) / step))
+        time.sleep(max(0.0, tic + checks * step - time.monotonic()))
     if reply is None:
         logger.error(
             f"Health check failed. Server couldn't get a response from detokenizer for last "
@@ -124,11 +133,14 @@ def model_info(h: SglangHandler, state: GlobalState, body: bytes) -> None:
 
 
 def server_info(h: SglangHandler, state: GlobalState, body: bytes) -> None:
+    # sglang asks the scheduler for its internal state (tokenizer_manager.get_internal_state,
+    # no timeout): a scheduler that answers nothing leaves the request waiting.
+    internal = state.submit({"internal_state": True}, INTERNAL_STATE_TIMEOUT_S)
+    if internal is None:
+        threading.Event().wait()  # never answers; the client times out
     info = dataclasses.asdict(state.server_args)
     info.update(state.scheduler_info)
-    info["internal_states"] = [
-        {"last_gen_throughput": 0.0, "memory_usage": {}, "avg_spec_accept_length": None}
-    ]
+    info["internal_states"] = [internal["state"]]
     info["version"] = __version__
     h.reply_json(200, info)
 

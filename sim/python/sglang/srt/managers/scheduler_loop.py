@@ -73,6 +73,9 @@ class SchedulerLoop:
         )
 
     def handle(self, req: dict[str, Any]) -> dict[str, Any]:
+        if req.get("internal_state"):  # /server_info's question: no batch, no log line
+            state = {"last_gen_throughput": 0.0, "memory_usage": {}}
+            return {"ok": True, "state": {**state, "avg_spec_accept_length": None}}
         input_len = int(req.get("input_len", 1))
         logger.info(
             f"Prefill batch, #new-seq: 1, #new-token: {input_len}, #cached-token: 0, "
