@@ -13,7 +13,7 @@ import pytest
 from firedup.engine import Engine
 from firedup.logscan import Phase, Reason, Verdict, explain
 from firedup.logscan.evidence import is_frame
-from firedup.logscan.harmless import asgi_frame
+from firedup.logscan.harmless import asgi_frame, request_frame
 from firedup.logscan.normalize import parse_line
 from firedup.logscan.signatures import SIGNATURES, frame_hint, match_signature
 
@@ -357,6 +357,39 @@ def test_every_rows_needle_is_in_what_its_pattern_matches() -> None:
     for sig in SIGNATURES:
         for alternative in _alternatives(sig.pattern.pattern):
             assert sig.needle in alternative.replace("\\", "").lower(), (sig.needle, alternative)
+
+
+# == the fourth blind part's misses (each crafted, none copied) =============================
+
+# -- SGLang's OpenAI route (field/sglang_openai_route_traceback_cut_no_startup) --------------
+
+_ROUTE = '  File "/e/sglang/srt/server.py", line 158, in openai_v1_chat_completions'
+
+
+def test_sglangs_openai_route_frame_is_a_requests_only_when_requests_count() -> None:
+    assert request_frame(_ROUTE, sglang=True, serving_counts=lambda: True)
+    assert not request_frame(_ROUTE, sglang=True, serving_counts=lambda: False)
+    assert not request_frame(
+        '  File "/e/app.py", line 3, in openai_v1_chat_completions_later',
+        sglang=True,
+        serving_counts=lambda: True,
+    )
+
+
+def test_a_cut_traceback_in_sglangs_openai_route_with_no_startup_is_a_served_request() -> None:
+    log = (
+        b"Traceback (most recent call last):\n" + _ROUTE.encode() + b"\n"
+        b"    return await v1_chat_completions(tokenizer_manager, raw_request)\n"
+    )
+    assert _read(log) == (Verdict.READY, Phase.READY, None)
+
+
+def test_after_sglangs_startup_its_openai_route_frame_is_not_its_ready_line() -> None:
+    log = (
+        b"[2026-03-14 09:10:00] server_args=ServerArgs(model_path='m', port=30000)\n"
+        b"Traceback (most recent call last):\n" + _ROUTE.encode() + b"\n"
+    )
+    assert _read(log)[0] is not Verdict.READY
 
 
 def _alternatives(pattern: str) -> list[str]:
