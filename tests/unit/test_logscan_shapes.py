@@ -392,6 +392,40 @@ def test_after_sglangs_startup_its_openai_route_frame_is_not_its_ready_line() ->
     assert _read(log)[0] is not Verdict.READY
 
 
+# -- a native backtrace (field/native_backtrace_frames_behind_ray_tag_end_of_log) ------------
+
+_NATIVE = "frame #7: _PyEval_EvalFrameDefault + 0x72c (0x55d1c75cbc5c in /usr/bin/python3)"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _NATIVE,
+        "_PyEval_EvalFrameDefault + 0x72c (0x55d1c75cbc5c in /usr/bin/python3)",  # tag peeled
+        "frame [#7](https://github.com/o/r/pull/7): clone + 0x44 (0x7f3a5e925a04 in libc.so.6)",
+        "frame #0: <unknown function> + 0x2114c9 (0x5578c76a84c9 in sglang::scheduler_TP0)",
+    ],
+)
+def test_a_native_backtrace_frame_is_a_frame(line: str) -> None:
+    assert is_frame(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["offset + 0x10 (0x20 in total) was read", "frame #7: rendered in 12 ms", "x + 0x1c"],
+)
+def test_prose_with_hex_offsets_is_no_native_frame(line: str) -> None:
+    assert not is_frame(line)
+
+
+def test_a_log_that_ends_in_native_frames_failed_unless_it_was_serving() -> None:
+    start = b"[2026-02-11 10:02:13 TP0] Load weight begin. avail mem=61.02 GB\n"
+    frames = b"".join(f"{_NATIVE}\n".replace("#7", f"#{n}").encode() for n in range(4))
+    assert _read(start + frames)[0] is Verdict.FAILED
+    ready = b"[2026-02-11 10:03:00] The server is fired up and ready to roll!\n"
+    assert _read(start + ready + frames)[0] is Verdict.READY
+
+
 def _alternatives(pattern: str) -> list[str]:
     """A pattern's top-level alternatives (split at each `|` outside any group)."""
     parts, depth, start = [], 0, 0
