@@ -16,6 +16,7 @@ from firedup.logscan.evidence import is_frame
 from firedup.logscan.harmless import asgi_frame, request_frame
 from firedup.logscan.normalize import parse_line
 from firedup.logscan.signatures import SIGNATURES, frame_hint, match_signature
+from firedup.logscan.wrappers import Wrappers
 
 VLLM_UP = (
     b"INFO 05-02 10:00:00 [api_server.py:1043] vLLM API server version 0.9.1\n"
@@ -424,6 +425,29 @@ def test_a_log_that_ends_in_native_frames_failed_unless_it_was_serving() -> None
     assert _read(start + frames)[0] is Verdict.FAILED
     ready = b"[2026-02-11 10:03:00] The server is fired up and ready to roll!\n"
     assert _read(start + ready + frames)[0] is Verdict.READY
+
+
+# -- a container's name (field/container_name_word_prefix_traceback_cut_in_frames) -----------
+
+
+def test_one_word_and_a_space_before_a_record_is_a_wrapper_but_not_a_phrase() -> None:
+    word = Wrappers()
+    word.saw("model-server ")
+    peeled = word.strip('model-server   File "/a/b.py", line 3, in f')  # noqa: B005 - a method
+    assert peeled == '  File "/a/b.py", line 3, in f'
+    phrase = Wrappers()
+    phrase.saw("the server said ")
+    assert not phrase.learned
+
+
+def test_a_traceback_behind_a_containers_name_is_read_as_one() -> None:
+    log = (
+        b"api INFO 03-18 11:20:44 [api_server.py:1043] vLLM API server version 0.9.1\n"
+        b"api Traceback (most recent call last):\n"
+        b'api   File "/app/launch.py", line 88, in main\n'
+        b"api     engine = build_engine(args)\n"
+    )
+    assert _read(log)[:2] == (Verdict.FAILED, Phase.LAUNCHING)
 
 
 def _alternatives(pattern: str) -> list[str]:
