@@ -450,6 +450,28 @@ def test_a_traceback_behind_a_containers_name_is_read_as_one() -> None:
     assert _read(log)[:2] == (Verdict.FAILED, Phase.LAUNCHING)
 
 
+# -- old phase lines (field/sglang_old_init_nccl_begin_per_gpu_id_cut,
+#    vllm/v0_mqllmengine_starting_engine_loop_cut) ------------------------------------------
+
+
+def test_sglangs_old_init_nccl_line_on_every_gpu_is_init_distributed_not_a_draft() -> None:
+    log = b"server_args=ServerArgs(model_path='m', port=30000, tp_size=2)\n" + b"".join(
+        f"[gpu_id={n}] Init nccl begin.\n".encode() for n in range(4)
+    )
+    assert _read(log) == (Verdict.STARTING, Phase.INIT_DISTRIBUTED, None)
+
+
+def test_v0s_engine_loop_starting_is_past_the_kv_cache() -> None:
+    log = (
+        b"INFO 05-12 14:00:41 [api_server.py:1043] vLLM API server version 0.8.3\n"
+        b"INFO 05-12 14:02:10 [llm_engine.py:431] init engine (profile, create kv cache, "
+        b"warmup model) took 38.12 seconds\n"
+    )
+    assert _read(log)[1] is Phase.KV_CACHE
+    loop = b"DEBUG 05-12 14:02:14 [engine.py:157] Starting Engine Loop.\n"
+    assert _read(log + loop) == (Verdict.STARTING, Phase.HTTP_UP, None)
+
+
 def _alternatives(pattern: str) -> list[str]:
     """A pattern's top-level alternatives (split at each `|` outside any group)."""
     parts, depth, start = [], 0, 0
