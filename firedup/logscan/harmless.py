@@ -109,7 +109,11 @@ def asgi_frame(frame: str) -> bool:
 
 # SGLang's OpenAI routes (`openai_v1_chat_completions` in srt/server.py or http_server.py,
 # calling `v1_chat_completions` in srt/openai_api/adapter.py): its warm-up posts to /generate.
-_SGLANG_ROUTE = re.compile(r"(?:^|[\s,])in (?:openai_)?v1_(?:chat_)?(?:completions|embeddings)\s*$")
+# A frame in one, or the route's code line calling the adapter (a wrap may cut the frame).
+_SGLANG_ROUTE = re.compile(
+    r"(?:^|[\s,])in (?:openai_)?v1_(?:chat_)?(?:completions|embeddings)\s*$"
+    r"|\bawait v1_(?:chat_)?(?:completions|embeddings)\("
+)
 
 
 def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool]) -> bool:

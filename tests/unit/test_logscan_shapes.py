@@ -385,6 +385,14 @@ def test_a_cut_traceback_in_sglangs_openai_route_with_no_startup_is_a_served_req
     assert _read(log) == (Verdict.READY, Phase.READY, None)
 
 
+def test_sglangs_openai_route_is_read_from_its_code_line_when_a_wrap_cut_the_frame() -> None:
+    log = (
+        b"Traceback (most recent call last):\n" + _ROUTE[:-12].encode() + b"\n"
+        b"completions\n    return await v1_chat_completions(tokenizer_manager, raw_request)\n"
+    )
+    assert _read(log) == (Verdict.READY, Phase.READY, None)
+
+
 def test_after_sglangs_startup_its_openai_route_frame_is_not_its_ready_line() -> None:
     log = (
         b"[2026-03-14 09:10:00] server_args=ServerArgs(model_path='m', port=30000)\n"
