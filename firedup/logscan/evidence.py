@@ -54,7 +54,8 @@ OTHER_FRAME = re.compile(
 )
 
 NATIVE_FRAME = re.compile(
-    r"\s*(?:frame (?:#\d+|\[#\d+\]\(\S+\)): )?.*\+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in [^\s()]+\)\s*$"
+    r"\s*(?:frame (?:#\d+|\[#\d+\]\(\S+\)): \S.*? \+ 0x[0-9a-f]+\b"  # a wrap may cut its end
+    r"|.*\+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in [^\s()]+\)\s*$)"
 )
 
 

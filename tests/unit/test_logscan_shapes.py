@@ -413,6 +413,7 @@ _NATIVE = "frame #7: _PyEval_EvalFrameDefault + 0x72c (0x55d1c75cbc5c in /usr/bi
         "_PyEval_EvalFrameDefault + 0x72c (0x55d1c75cbc5c in /usr/bin/python3)",  # tag peeled
         "frame [#7](https://github.com/o/r/pull/7): clone + 0x44 (0x7f3a5e925a04 in libc.so.6)",
         "frame #0: <unknown function> + 0x2114c9 (0x5578c76a84c9 in sglang::scheduler_TP0)",
+        "frame #0: <unknown function> + 0x2114c9 (0x5578c76a84c9 in sglang::sched",  # wrapped
     ],
 )
 def test_a_native_backtrace_frame_is_a_frame(line: str) -> None:
