@@ -444,6 +444,10 @@ def test_one_word_and_a_space_before_a_record_is_a_wrapper_but_not_a_phrase() ->
     word.saw("model-server ")
     peeled = word.strip('model-server   File "/a/b.py", line 3, in f')  # noqa: B005 - a method
     assert peeled == '  File "/a/b.py", line 3, in f'
+    nested = Wrappers()
+    nested.saw("[rank0]: model-server ")
+    inner = nested.strip("[rank0]: model-server Traceback (most recent")  # noqa: B005 - a method
+    assert inner == "Traceback (most recent"
     phrase = Wrappers()
     phrase.saw("the server said ")
     assert not phrase.learned
