@@ -12,7 +12,8 @@ Parts (each scored on its own, never pooled):
   `blind2`: tests/fixtures/blind2, a second part collected the same way, scored once with
   main's rules of 2026-12-01; development data since. `blind3`: tests/fixtures/blind3, a third
   part collected the same way, scored with main's rules of 2026-12-01 afternoon; development
-  data since. Either label format is read.
+  data since. `blind4`: tests/fixtures/blind4, a fourth part collected the same way, scored
+  with main's rules of 2026-12-01 evening; development data since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -21,7 +22,7 @@ Each log is read the way `fab explain-log PATH --json` reads it:
   `ready`; a failed log has a phase label only in the sidecar format);
 - healthy called failed: logs labelled starting, ready or stopped that came out failed.
 
-    .venv/bin/python scripts/field_score.py [dev|test|field|blind|blind2|blind3|all] [--misses]
+    .venv/bin/python scripts/field_score.py [PART ...|all] [--misses]   (PART: a key of PARTS)
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ PARTS = {
     "blind": FIXTURES / "blind",
     "blind2": FIXTURES / "blind2",
     "blind3": FIXTURES / "blind3",
+    "blind4": FIXTURES / "blind4",
 }
 
 

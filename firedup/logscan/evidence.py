@@ -44,6 +44,8 @@ _JOIN_CHARS = 400  # a wrapped frame line is joined from at most this much of ea
 # `[/x/llm.py](https://...) in __init__(`, IPython 8's `File /x/llm.py:247, in __init__(`,
 # `Cell In[3], line 1`) and the Ascend runtime's native error stack (`rtGetDeviceCount
 # execution failed, ...[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]`).
+# A native backtrace's frame, as c10/torch print it (`frame #3: sym + 0x1c (0x7f.. in
+# /x/libtorch.so)`; a paste may turn `#3` into a Markdown link; `frame #3:` may be peeled).
 OTHER_FRAME = re.compile(
     r"\s*(?:\[(?:/|[A-Za-z]:\\)[^\s\]]*\.py\]\(\S"  # Colab's link alone: the rest may wrap
     r"|(?:(?:/|[A-Za-z]:\\)[^\s\]]*\.py|<ipython-input-[\w-]+>) in [\w<>.]+\("
@@ -51,11 +53,18 @@ OTHER_FRAME = re.compile(
     r"|.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$"
 )
 
+NATIVE_FRAME = re.compile(
+    r"\s*(?:frame (?:#\d+|\[#\d+\]\(\S+\)): \S.*? \+ 0x[0-9a-f]+\b"  # a wrap may cut its end
+    r"|.*\+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in [^\s()]+\)\s*$)"
+)
+
 
 def is_frame(message: str) -> bool:
     """A traceback's frame line, whoever printed the traceback."""
     if 'File "' in message:
         return FRAME_LINE.match(message) is not None
+    if "+ 0x" in message and " in " in message and NATIVE_FRAME.match(message) is not None:
+        return True
     if ".py" in message or "[FUNC:" in message or "In[" in message or "<ipython" in message:
         return OTHER_FRAME.match(message) is not None
     return False

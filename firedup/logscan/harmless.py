@@ -107,10 +107,21 @@ def asgi_frame(frame: str) -> bool:
     return "run_asgi" in frame and _ASGI_FRAME.search(frame) is not None
 
 
+# SGLang's OpenAI routes (`openai_v1_chat_completions` in srt/server.py or http_server.py,
+# calling `v1_chat_completions` in srt/openai_api/adapter.py): its warm-up posts to /generate.
+# A frame in one, or the route's code line calling the adapter (a wrap may cut the frame).
+_SGLANG_ROUTE = re.compile(
+    r"(?:^|[\s,])in (?:openai_)?v1_(?:chat_)?(?:completions|embeddings)\s*$"
+    r"|\bawait v1_(?:chat_)?(?:completions|embeddings)\("
+)
+
+
 def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool]) -> bool:
-    """Whether a frame shows a request being served: uvicorn's per-request coroutine when
-    requests served count (any engine), or one of vLLM's handlers (never SGLang's warm-up)."""
-    if asgi_frame(frame) and serving_counts():
+    """Whether a frame shows a request being served: uvicorn's per-request coroutine or
+    SGLang's OpenAI route when requests served count (any engine; an SGLang log whose startup
+    it kept never counts them, for its warm-up), or one of vLLM's handlers."""
+    routed = asgi_frame(frame) or ("v1_" in frame and _SGLANG_ROUTE.search(frame) is not None)
+    if routed and serving_counts():
         return True
     return not sglang and handler_frame(frame)
 

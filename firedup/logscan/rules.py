@@ -31,6 +31,7 @@ def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
 MARKERS: tuple[Marker, ...] = (
     # SGLang (engines.md §2); the 0.5.23 capture dialect reads "Capture draft decode CUDA graph".
     Marker("Init torch distributed begin", Phase.INIT_DISTRIBUTED, per_rank=True),
+    Marker("Init nccl begin", Phase.INIT_DISTRIBUTED),  # its name up to 0.1.x, no draft then
     Marker("Load weight begin", Phase.LOADING_WEIGHTS, per_rank=True),
     Marker("Load weight end", Phase.DRAFT_LOADING, _re(r"type=\w*(?:Eagle|EAGLE|Draft|MTP|NextN)")),
     Marker("Load weight end", Phase.LOADING_WEIGHTS, per_rank=True),
@@ -89,6 +90,9 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Capturing the model for CUDA graphs", Phase.CUDA_GRAPH),
     Marker("Graph capturing", Phase.CUDA_GRAPH),  # "finished", and per size "for N tokens"
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
+    # Past its startup: V0's MQLLMEngine entering its loop (engine/multiprocessing/engine.py
+    # `run_engine_loop`, once the API server's client is up).
+    Marker("Starting Engine Loop", Phase.HTTP_UP),
     Marker("Available routes are", Phase.HTTP_UP),
     Marker("Route: /", Phase.HTTP_UP, _re(r"^Route: /\S*, Methods:")),
 )

@@ -11,7 +11,8 @@ engine's own prefixes and messages are never learned as wrappers.
 
 A prefix found before an engine record further in a line (normalize's record search) is a
 wrapper too (`saw`): it is peeled from the lines that carry it and no record (`[rank0]:
-Killed`), even when no two of those lines tell it pairwise.
+Killed`), even when no two of those lines tell it pairwise. It ends at a separator, or is one
+word and a space (`kserve-container `: a container's or a pod's name).
 
 A short lower-case, numeric or bracketed tag (`srun --label`'s `0: `, `stderr: `,
 `[rank0]: `) in front of what is plainly the engine's (a record, a traceback line, an
@@ -39,6 +40,8 @@ _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
 _MAX_DEPTH = 2  # learned wrappers nest this deep at most
 _TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): (?=\S)")
+# A container's or a pod's name and a space (no separator), maybe inside another wrapper.
+_WORD = re.compile(r"(?:.*[\])|>:-] )?[A-Za-z][\w.-]{1,40} ")
 _ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
 
 
@@ -109,7 +112,7 @@ class Wrappers:
             return
         if (
             len(wrapper) <= _LOOK_CHARS
-            and _ENDS_AT_SEPARATOR.match(wrapper)
+            and (_ENDS_AT_SEPARATOR.match(wrapper) or _WORD.fullmatch(wrapper))
             and not EXCEPTION_LINE.match(wrapper)
             and TRACEBACK_HEADER not in wrapper
         ):

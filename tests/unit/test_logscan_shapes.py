@@ -13,9 +13,10 @@ import pytest
 from firedup.engine import Engine
 from firedup.logscan import Phase, Reason, Verdict, explain
 from firedup.logscan.evidence import is_frame
-from firedup.logscan.harmless import asgi_frame
+from firedup.logscan.harmless import asgi_frame, request_frame
 from firedup.logscan.normalize import parse_line
 from firedup.logscan.signatures import SIGNATURES, frame_hint, match_signature
+from firedup.logscan.wrappers import Wrappers
 
 VLLM_UP = (
     b"INFO 05-02 10:00:00 [api_server.py:1043] vLLM API server version 0.9.1\n"
@@ -357,6 +358,131 @@ def test_every_rows_needle_is_in_what_its_pattern_matches() -> None:
     for sig in SIGNATURES:
         for alternative in _alternatives(sig.pattern.pattern):
             assert sig.needle in alternative.replace("\\", "").lower(), (sig.needle, alternative)
+
+
+# == the fourth blind part's misses (each crafted, none copied) =============================
+
+# -- SGLang's OpenAI route (field/sglang_openai_route_traceback_cut_no_startup) --------------
+
+_ROUTE = '  File "/e/sglang/srt/server.py", line 158, in openai_v1_chat_completions'
+
+
+def test_sglangs_openai_route_frame_is_a_requests_only_when_requests_count() -> None:
+    assert request_frame(_ROUTE, sglang=True, serving_counts=lambda: True)
+    assert not request_frame(_ROUTE, sglang=True, serving_counts=lambda: False)
+    assert not request_frame(
+        '  File "/e/app.py", line 3, in openai_v1_chat_completions_later',
+        sglang=True,
+        serving_counts=lambda: True,
+    )
+
+
+def test_a_cut_traceback_in_sglangs_openai_route_with_no_startup_is_a_served_request() -> None:
+    log = (
+        b"Traceback (most recent call last):\n" + _ROUTE.encode() + b"\n"
+        b"    return await v1_chat_completions(tokenizer_manager, raw_request)\n"
+    )
+    assert _read(log) == (Verdict.READY, Phase.READY, None)
+
+
+def test_sglangs_openai_route_is_read_from_its_code_line_when_a_wrap_cut_the_frame() -> None:
+    log = (
+        b"Traceback (most recent call last):\n" + _ROUTE[:-12].encode() + b"\n"
+        b"completions\n    return await v1_chat_completions(tokenizer_manager, raw_request)\n"
+    )
+    assert _read(log) == (Verdict.READY, Phase.READY, None)
+
+
+def test_after_sglangs_startup_its_openai_route_frame_is_not_its_ready_line() -> None:
+    log = (
+        b"[2026-03-14 09:10:00] server_args=ServerArgs(model_path='m', port=30000)\n"
+        b"Traceback (most recent call last):\n" + _ROUTE.encode() + b"\n"
+    )
+    assert _read(log)[0] is not Verdict.READY
+
+
+# -- a native backtrace (field/native_backtrace_frames_behind_ray_tag_end_of_log) ------------
+
+_NATIVE = "frame #7: _PyEval_EvalFrameDefault + 0x72c (0x55d1c75cbc5c in /usr/bin/python3)"
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        _NATIVE,
+        "_PyEval_EvalFrameDefault + 0x72c (0x55d1c75cbc5c in /usr/bin/python3)",  # tag peeled
+        "frame [#7](https://github.com/o/r/pull/7): clone + 0x44 (0x7f3a5e925a04 in libc.so.6)",
+        "frame #0: <unknown function> + 0x2114c9 (0x5578c76a84c9 in sglang::scheduler_TP0)",
+        "frame #0: <unknown function> + 0x2114c9 (0x5578c76a84c9 in sglang::sched",  # wrapped
+    ],
+)
+def test_a_native_backtrace_frame_is_a_frame(line: str) -> None:
+    assert is_frame(line)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ["offset + 0x10 (0x20 in total) was read", "frame #7: rendered in 12 ms", "x + 0x1c"],
+)
+def test_prose_with_hex_offsets_is_no_native_frame(line: str) -> None:
+    assert not is_frame(line)
+
+
+def test_a_log_that_ends_in_native_frames_failed_unless_it_was_serving() -> None:
+    start = b"[2026-02-11 10:02:13 TP0] Load weight begin. avail mem=61.02 GB\n"
+    frames = b"".join(f"{_NATIVE}\n".replace("#7", f"#{n}").encode() for n in range(4))
+    assert _read(start + frames)[0] is Verdict.FAILED
+    ready = b"[2026-02-11 10:03:00] The server is fired up and ready to roll!\n"
+    assert _read(start + ready + frames)[0] is Verdict.READY
+
+
+# -- a container's name (field/container_name_word_prefix_traceback_cut_in_frames) -----------
+
+
+def test_one_word_and_a_space_before_a_record_is_a_wrapper_but_not_a_phrase() -> None:
+    word = Wrappers()
+    word.saw("model-server ")
+    peeled = word.strip('model-server   File "/a/b.py", line 3, in f')  # noqa: B005 - a method
+    assert peeled == '  File "/a/b.py", line 3, in f'
+    nested = Wrappers()
+    nested.saw("[rank0]: model-server ")
+    inner = nested.strip("[rank0]: model-server Traceback (most recent")  # noqa: B005 - a method
+    assert inner == "Traceback (most recent"
+    phrase = Wrappers()
+    phrase.saw("the server said ")
+    assert not phrase.learned
+
+
+def test_a_traceback_behind_a_containers_name_is_read_as_one() -> None:
+    log = (
+        b"api INFO 03-18 11:20:44 [api_server.py:1043] vLLM API server version 0.9.1\n"
+        b"api Traceback (most recent call last):\n"
+        b'api   File "/app/launch.py", line 88, in main\n'
+        b"api     engine = build_engine(args)\n"
+    )
+    assert _read(log)[:2] == (Verdict.FAILED, Phase.LAUNCHING)
+
+
+# -- old phase lines (field/sglang_old_init_nccl_begin_per_gpu_id_cut,
+#    vllm/v0_mqllmengine_starting_engine_loop_cut) ------------------------------------------
+
+
+def test_sglangs_old_init_nccl_line_on_every_gpu_is_init_distributed_not_a_draft() -> None:
+    log = b"server_args=ServerArgs(model_path='m', port=30000, tp_size=2)\n" + b"".join(
+        f"[gpu_id={n}] Init nccl begin.\n".encode() for n in range(4)
+    )
+    assert _read(log) == (Verdict.STARTING, Phase.INIT_DISTRIBUTED, None)
+
+
+def test_v0s_engine_loop_starting_is_past_the_kv_cache() -> None:
+    log = (
+        b"INFO 05-12 14:00:41 [api_server.py:1043] vLLM API server version 0.8.3\n"
+        b"INFO 05-12 14:02:10 [llm_engine.py:431] init engine (profile, create kv cache, "
+        b"warmup model) took 38.12 seconds\n"
+    )
+    assert _read(log)[1] is Phase.KV_CACHE
+    loop = b"DEBUG 05-12 14:02:14 [engine.py:157] Starting Engine Loop.\n"
+    assert _read(log + loop) == (Verdict.STARTING, Phase.HTTP_UP, None)
 
 
 def _alternatives(pattern: str) -> list[str]:
