@@ -13,7 +13,9 @@ Parts (each scored on its own, never pooled):
   main's rules of 2026-12-01; development data since. `blind3`: tests/fixtures/blind3, a third
   part collected the same way, scored with main's rules of 2026-12-01 afternoon; development
   data since. `blind4`: tests/fixtures/blind4, a fourth part collected the same way, scored
-  with main's rules of 2026-12-01 evening; development data since. Either label format is read.
+  with main's rules of 2026-12-01 evening; development data since. `blind5`: tests/fixtures/blind5,
+  a fifth part collected the same way, scored with main's rules of 2026-12-01 late evening;
+  development data since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -46,6 +48,7 @@ PARTS = {
     "blind2": FIXTURES / "blind2",
     "blind3": FIXTURES / "blind3",
     "blind4": FIXTURES / "blind4",
+    "blind5": FIXTURES / "blind5",
 }
 
 

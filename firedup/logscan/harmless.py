@@ -110,8 +110,10 @@ def asgi_frame(frame: str) -> bool:
 # SGLang's OpenAI routes (`openai_v1_chat_completions` in srt/server.py or http_server.py,
 # calling `v1_chat_completions` in srt/openai_api/adapter.py): its warm-up posts to /generate.
 # A frame in one, or the route's code line calling the adapter (a wrap may cut the frame).
+# A streaming response's body generator, `stream_results` by convention (vLLM's
+# entrypoints/api_server.py, Xinference's api/restful_api.py), runs only for a request too.
 _SGLANG_ROUTE = re.compile(
-    r"(?:^|[\s,])in (?:openai_)?v1_(?:chat_)?(?:completions|embeddings)\s*$"
+    r"(?:^|[\s,])in (?:(?:openai_)?v1_(?:chat_)?(?:completions|embeddings)|stream_results)\s*$"
     r"|\bawait v1_(?:chat_)?(?:completions|embeddings)\("
 )
 
@@ -120,7 +122,9 @@ def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool
     """Whether a frame shows a request being served: uvicorn's per-request coroutine or
     SGLang's OpenAI route when requests served count (any engine; an SGLang log whose startup
     it kept never counts them, for its warm-up), or one of vLLM's handlers."""
-    routed = asgi_frame(frame) or ("v1_" in frame and _SGLANG_ROUTE.search(frame) is not None)
+    routed = asgi_frame(frame) or (
+        ("v1_" in frame or "stream_results" in frame) and _SGLANG_ROUTE.search(frame) is not None
+    )
     if routed and serving_counts():
         return True
     return not sglang and handler_frame(frame)

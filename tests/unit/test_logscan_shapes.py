@@ -586,3 +586,34 @@ def test_a_real_failure_after_a_long_harmless_line_still_fails() -> None:
     after = _WARN + b"Address already in use\n"
     assert _read(after + b"OSError: [Errno 98] Address already in use\n")[2] is Reason.PORT_IN_USE
     assert _read(after + b"Killed\n")[0] is Verdict.FAILED
+
+
+# == the fifth blind part's misses (each crafted, none copied) ==============================
+
+# -- a streaming body's generator (field/framework_stream_results_request_error_cut) ---------
+
+_STREAM = '  File "/e/serve/api/http.py", line 1440, in stream_results'
+
+
+def test_a_stream_results_frame_is_a_requests_only_when_requests_count() -> None:
+    assert request_frame(_STREAM, sglang=True, serving_counts=lambda: True)
+    assert request_frame(_STREAM, sglang=False, serving_counts=lambda: True)
+    assert not request_frame(_STREAM, sglang=True, serving_counts=lambda: False)
+    assert not request_frame(_STREAM + "_later", sglang=True, serving_counts=lambda: True)
+
+
+def test_a_cut_traceback_in_a_streaming_body_with_no_startup_is_a_served_request() -> None:
+    log = (
+        b"ERROR    Completion stream failed: Response payload is not completed\n"
+        b"Traceback (most recent call last):\n" + _STREAM.encode() + b"\n"
+        b"    async for chunk in iterator:\n"
+    )
+    assert _read(log) == (Verdict.READY, Phase.READY, None)
+
+
+def test_after_sglangs_startup_a_stream_results_frame_is_not_its_ready_line() -> None:
+    log = (
+        b"[2026-03-14 09:10:00] server_args=ServerArgs(model_path='m', port=30000)\n"
+        b"Traceback (most recent call last):\n" + _STREAM.encode() + b"\n"
+    )
+    assert _read(log)[0] is not Verdict.READY
