@@ -8,7 +8,8 @@ Rules (engines.md §10, issue 4, issue 15):
   engine logged at ERROR level (vLLM prints a dying process's last words so).
 - A log that ends inside a traceback (`finish`: the process is gone, or the paste was cut)
   fails a run that was not ready: nothing survived to print the rest. Where its frames ran
-  names the cause (a compiler call, NCCL, the CUDA graph capture), else it is a crash. A
+  names the cause (a compiler call, NCCL, the CUDA graph capture), else it is a crash (unless
+  the run already failed: then it is that failure's traceback, cut, and names nothing). A
   traceback the log went on past is not evidence: healthy vLLM startups log some at ERROR.
 - The first cause wins and the aftermath stays context: a named cause is never replaced, a
   generic one (crash, killed, engine_init) gives way to a named one. A cause named by a
@@ -141,6 +142,8 @@ class FailureRules:
         frames = self._tracebacks.frames
         last = frames[-1] if frames else ""
         reason = self._tracebacks.hint or Reason.CRASH
+        if reason is Reason.CRASH and self._verdict is Verdict.FAILED:
+            return  # a cut traceback after the failure names no cause: it is that failure's
         if self._fail(reason, Line(last, last, None), None, out, exception=False):
             self._excerpt.from_exception(frames[:-1], last, keep_trigger=False)  # its frames
 

@@ -617,3 +617,27 @@ def test_after_sglangs_startup_a_stream_results_frame_is_not_its_ready_line() ->
         b"Traceback (most recent call last):\n" + _STREAM.encode() + b"\n"
     )
     assert _read(log)[0] is not Verdict.READY
+
+
+# -- a cut traceback after the failure (vllm/v1_workerproc_failed_to_start_then_cut_traceback) -
+
+_FAILED_TO_START = b"ERROR 07-02 09:41:18 [core.py:396] EngineCore failed to start.\n"
+_CUT = (
+    b"Traceback (most recent call last):\n"
+    b'  File "/e/vllm/v1/engine/core.py", line 387, in run_engine_core\n'
+    b"    engine_core = EngineCoreProc(*args, **kwargs)\n"
+)
+
+
+def test_a_cut_traceback_after_the_failure_is_that_failures_and_names_no_crash() -> None:
+    assert _read(_FAILED_TO_START + _CUT)[2] is Reason.ENGINE_INIT
+
+
+def test_a_cut_traceback_alone_is_still_a_crash() -> None:
+    assert _read(_CUT)[:1] == (Verdict.FAILED,)
+    assert _read(_CUT)[2] is Reason.CRASH
+
+
+def test_a_cut_traceback_after_the_failure_still_names_where_it_ran() -> None:
+    nccl = b'  File "/e/vllm/distributed/device_communicators/pynccl.py", line 99, in __init__\n'
+    assert _read(_FAILED_TO_START + _CUT + nccl)[2] is Reason.NCCL
