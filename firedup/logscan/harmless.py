@@ -43,11 +43,20 @@ ROUTINE = (
 # A server answering requests: a log that starts here shows a server that was ready.
 # Metadata endpoints (`/v1/models`, `/metrics`, `/health` answered 503...) are served by the
 # HTTP side alone, before the engine is ready: they prove nothing.
+# Also a request's own log line (SGLang's `--log-requests`: `Receive: obj=GenerateReqInput(`,
+# tokenizer_manager.py), a batch line behind a rank tag left on it (`[TP0] Decode batch`), an
+# access line shortened without its protocol (`"POST /v1/chat/completions" 200 OK`), and a KV
+# cache connector moving a request's tokens (LMCache: `Retrieved 0 out of 256 required
+# tokens`, `Reqid: chatcmpl-..`, `Stored/updated 1 chunks`, `Store skips 0 tokens`).
 SERVING = re.compile(
     r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /(?!(?:v1/)?models\b|metrics\b|version\b|ping\b'
-    r'|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S* HTTP/[\d.]+" [234]\d\d'
-    r"|^(?:Decode|Prefill) batch\b|Avg prompt throughput|^Exception in ASGI application"
+    r"|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S*(?: HTTP/[\d.]+)?"
+    r'" [234]\d\d'
+    r"|^(?:\[TP\d+\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
+    r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
+    r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"
+    r"|Stored/updated \d+ chunks|Store skips \d+ tokens)"
 )
 
 

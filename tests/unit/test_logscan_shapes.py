@@ -641,3 +641,46 @@ def test_a_cut_traceback_alone_is_still_a_crash() -> None:
 def test_a_cut_traceback_after_the_failure_still_names_where_it_ran() -> None:
     nccl = b'  File "/e/vllm/distributed/device_communicators/pynccl.py", line 99, in __init__\n'
     assert _read(_FAILED_TO_START + _CUT + nccl)[2] is Reason.NCCL
+
+
+# -- requests served, as other logs show them (field/sglang_receive_request_log_mid_serving_
+# wrapped, field/serving_shortened_rank_tagged_batches_and_access_lines,
+# field/kv_connector_lmcache_request_lines_mid_serving) ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Receive: obj=GenerateReqInput(rid='1', text='hi', sampling_params={})",
+        "Receive: obj=EmbeddingReqInput(rid='2', text='hi')",
+        "[TP3] Decode batch. #running-req: 4, #token: 812, token usage: 0.02",
+        '[INFO] "POST /v1/chat/completions" 200 OK',
+        "LMCache INFO: Retrieved 0 out of 256 required tokens (from 512 total tokens).",
+        "LMCache INFO: Reqid: chatcmpl-1, Total tokens 263, LMCache hit tokens: 256",
+        "LMCache: Stored/updated 1 chunks, total time 0.00s",
+        "LMCache: Store skips 0 tokens and then stores 74 tokens",
+    ],
+)
+def test_a_request_served_as_another_log_shows_it_is_a_ready_server_mid_serving(line: str) -> None:
+    assert _read(f"{line}\n".encode()) == (Verdict.READY, Phase.READY, None)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '[INFO] "GET /v1/models" 200 OK',  # metadata: the HTTP side alone answers it
+        '[INFO] "POST /generate" 503 Service Unavailable',
+        "LMCache INFO: Creating LMCacheEngine with config: chunk_size=256",
+        "Receive: obj is None",
+    ],
+)
+def test_lines_that_serve_no_request_prove_nothing(line: str) -> None:
+    assert _read(f"{line}\n".encode())[0] is Verdict.STARTING
+
+
+def test_sglangs_logged_warm_up_request_after_its_startup_is_not_its_ready_line() -> None:
+    log = (
+        b"[2026-03-14 09:10:00] server_args=ServerArgs(model_path='m', port=30000)\n"
+        b"[2026-03-14 09:10:40] Receive: obj=GenerateReqInput(rid='w', text='The capital')\n"
+    )
+    assert _read(log)[0] is Verdict.STARTING
