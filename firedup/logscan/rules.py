@@ -89,6 +89,16 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Capturing cudagraphs", Phase.CUDA_GRAPH),
     Marker("Capturing the model for CUDA graphs", Phase.CUDA_GRAPH),
     Marker("Graph capturing", Phase.CUDA_GRAPH),  # "finished", and per size "for N tokens"
+    # A model's own graph wrapper warming up per size (vllm-omni's decoder wrappers:
+    # `Starting CUDA Graph warmup for 11 sizes|shapes`, `Captured (prefix )?CUDA Graph for size=`).
+    Marker(
+        "CUDA Graph ",
+        Phase.CUDA_GRAPH,
+        _re(
+            r"^\s*(?:Starting CUDA Graph warmup for (?:\d+ (?:sizes|shapes|batch_sizes)|batch siz)"
+            r"|Captured (?:\w+ )*CUDA Graph for (?:size|batch)=\d)"
+        ),
+    ),
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
     # Past its startup: V0's MQLLMEngine entering its loop (engine/multiprocessing/engine.py
     # `run_engine_loop`, once the API server's client is up).

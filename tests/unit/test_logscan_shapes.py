@@ -684,3 +684,25 @@ def test_sglangs_logged_warm_up_request_after_its_startup_is_not_its_ready_line(
         b"[2026-03-14 09:10:40] Receive: obj=GenerateReqInput(rid='w', text='The capital')\n"
     )
     assert _read(log)[0] is Verdict.STARTING
+
+
+# -- a model's own graph wrapper (vllm/model_graph_wrapper_warmup_per_size_cut) --------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Starting CUDA Graph warmup for 11 sizes: [2, 4, 8]",
+        "Starting CUDA Graph warmup for 4 shapes: batch_sizes=[1, 2] seq_lens=[64, 128]",
+        "  Captured CUDA Graph for size=64",
+        "  Captured prefix CUDA Graph for batch=2",
+    ],
+)
+def test_a_graph_wrappers_warmup_per_size_is_the_cuda_graph_phase(line: str) -> None:
+    log = f"INFO 09-14 08:03:02 [graph_wrapper.py:88] {line}\n".encode()
+    assert _read(log) == (Verdict.STARTING, Phase.CUDA_GRAPH, None)
+
+
+def test_a_line_merely_naming_cuda_graphs_is_no_phase() -> None:
+    log = b"INFO 09-14 08:03:02 [config.py:88] CUDA Graph capture is disabled for this model\n"
+    assert _read(log)[1] is not Phase.CUDA_GRAPH
