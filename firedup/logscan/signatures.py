@@ -73,6 +73,9 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.OOM, "memory", r"not enough memory\. please try to increase --mem-fraction-static"),
     S(R.OOM, "memory", r"no available memory for the cache blocks"),
     S(R.OOM, "memory", r"free memory on device .* is less than desired gpu memory utilization"),
+    # vLLM up to 0.2 logs the cache blocks it sized, then raises `No available memory for the
+    # cache blocks` when there are none (engine/llm_engine.py `_init_cache`).
+    W(R.OOM, "gpu blocks: 0", r"# gpu blocks: 0\b"),
     # vLLM's CPU backend: the KV cache asked for (VLLM_CPU_KVCACHE_SPACE) does not fit.
     W(R.OOM, "kv cache allocation", r"available memory on node \d+ .*kv cache allocation is less"),
     # Any accelerator's allocator: CUDA, ROCm's HIP, Ascend's NPU, Intel's XPU, MUSA, MLU.

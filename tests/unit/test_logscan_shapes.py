@@ -706,3 +706,18 @@ def test_a_graph_wrappers_warmup_per_size_is_the_cuda_graph_phase(line: str) -> 
 def test_a_line_merely_naming_cuda_graphs_is_no_phase() -> None:
     log = b"INFO 09-14 08:03:02 [config.py:88] CUDA Graph capture is disabled for this model\n"
     assert _read(log)[1] is not Phase.CUDA_GRAPH
+
+
+# -- vLLM 0.2 sized no cache block (vllm/v02_zero_gpu_blocks_then_traceback_cut) -------------
+
+_BLOCKS = b"INFO 02-03 17:41:30 llm_engine.py:207] # GPU blocks: %d, # CPU blocks: 512\n"
+
+
+def test_zero_gpu_blocks_names_oom_for_the_failure_after_it() -> None:
+    cut = b'Traceback (most recent call last):\n  File "/opt/app/serve.py", line 41, in <module>\n'
+    assert _read(_BLOCKS % 0 + cut)[::2] == (Verdict.FAILED, Reason.OOM)
+
+
+def test_gpu_blocks_sized_fail_nothing() -> None:
+    for blocks in (0, 1024, 10):
+        assert _read(_BLOCKS % blocks)[0] is Verdict.STARTING
