@@ -165,7 +165,6 @@ def render_launch(
         engine_script,
         deployment=deployment,
         run_id=run_id,
-        rundir=rundir,
         placement=placement,
         engine_version=engine_version,
     )
@@ -188,7 +187,6 @@ def engine_script(
     deployment: Deployment,
     *,
     run_id: str,
-    rundir: str,
     placement: Placement | None = None,
     engine_version: str | None = None,
     gpus: tuple[int, ...] | None = None,
@@ -199,7 +197,6 @@ def engine_script(
         "host": host,
         "deployment": deployment,
         "run_id": run_id,
-        "rundir": rundir,
         "env": launch_env(host, deployment, gpus),
         "secret_names": sorted(deployment.secrets),
         "engine_args": engine_args(deployment),
