@@ -278,6 +278,11 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 EXCEPTION_IGNORED = "Exception ignored in"
+# vLLM's chat-template helper logs the traceback of a template that raised ("An error occurred
+# in `transformers` while applying chat template", `mistral_common` too: entrypoints/
+# chat_utils.py, renderers/), then raises a ValueError its callers always catch (a request's
+# handler answers 400; the start-up warm-up logs "Chat template warmup failed" and goes on).
+TEMPLATE_CAUGHT = ("An error occurred in `", "while applying chat template")
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
 EXCEPTION_LINE = re.compile(
     r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout)(?::\s|:?\s*$)"
