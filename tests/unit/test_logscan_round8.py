@@ -37,7 +37,7 @@ _TEMPLATE_TRACEBACK = (
         '  File "/v/vllm/entrypoints/chat_utils.py", line 1390, in apply_hf_chat_template',
         '  File "/v/vllm/entrypoints/chat_utils.py", line 1300, in apply_mistral_chat_template',
         '  File "/v/vllm/renderers/hf.py", line 468, in safe_apply_chat_template',
-        '  File "/s/sglang/srt/entrypoints/openai/serving_chat.py", line 9, in _apply_jinja_template',
+        '  File "/s/sglang/srt/openai/serving_chat.py", line 9, in _apply_jinja_template',
     ],
 )
 def test_a_frame_applying_a_chat_template_is_a_requests_when_requests_count(frame: str) -> None:
