@@ -49,6 +49,38 @@ def W(reason: Reason, needle: str, pattern: str) -> Signature:
 _OPTION = r"\[-{1,2}\w[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]"
 
 R = Reason
+
+# A signal's name as the shell reports a child it killed, in the locale's words (glibc's
+# libc.mo translations of strsignal: `Segmentation fault`, `Killed`), alone or in bash's job
+# report (`run.sh: 行 3: 12345 段错误 （核心已转储） python serve.py`). The English names
+# have their own rows below.
+SHELL_DEATHS: tuple[tuple[Reason, str], ...] = (
+    *(
+        (R.CRASH, name)
+        for name in (
+            "段错误",  # zh_CN
+            "程式記憶體區段錯誤",  # zh_TW
+            "세그멘테이션 오류",  # ko
+            "Speicherzugriffsfehler",  # de
+            "Erreur de segmentation",  # fr
+            "Violación de segmento",  # es
+            "Ошибка сегментирования",  # ru
+            "Falha de segmentação",  # pt_BR
+            "Errore di segmentazione",  # it
+            "Naruszenie ochrony pamięci",  # pl
+        )
+    ),
+    *((R.KILLED, name) for name in ("已杀死", "強制終了", "Getötet", "Убито", "Unicestwiony")),
+)
+
+
+def _shell_reports(name: str) -> str:
+    """The line that is the shell's report of that death: the name alone (a core dump noted
+    after it), or after a job report's pid (the command after it)."""
+    word = re.escape(name)
+    return rf"^(?:.*\s\d+\s+{word}(?:\s|$)|{word}\s*(?:[(（][^)）]*[)）])?\s*$)"
+
+
 SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
     # vLLM's "max_model_len (N) is greater than the derived", a fork's "do not support
@@ -132,6 +164,16 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|(?:cannot|trying to) access (?:a )?gated repo",  # huggingface_hub's, transformers
     ),
     W(R.MODEL_NOT_FOUND, "hfvalidationerror", r"hfvalidationerror"),
+    # The Hub refusing a model file or its metadata: requests' `HTTPError` and httpx's
+    # `HTTPStatusError` that huggingface_hub's `hf_raise_for_status` refines (401/403: a gated
+    # or private repo and no token with access; 404: no such repo or file). The Hub's routes
+    # (`/resolve/`, `/api/models/`; ModelScope's `/api/v1/models/`) name whose refusal it is.
+    W(
+        R.MODEL_NOT_FOUND,
+        "client error",
+        r"\b40[134] client error: [\w ]+ for url: \S+/(?:resolve|api/(?:v1/)?models)/"
+        r"|client error '40[134] [\w ]+' for url '\S+/(?:resolve|api/(?:v1/)?models)/",
+    ),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
     # The model is there but cannot be read: a truncated or corrupt checkpoint.
@@ -211,6 +253,15 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.ENGINE_INIT, "timed out waiting", r"timed out waiting for engine core processes to start"),
     S(R.ENGINE_INIT, "engine process failed to start", r"engine process failed to start"),
     S(R.ENGINE_INIT, "initialization failed due to", r"workerproc initialization failed due to"),
+    # Triton's Python backend: the model's `initialize` (which builds the engine) raised
+    # (pb_stub.cc), so the model failed to load (model_lifecycle.cc). Triton reports it; after
+    # ready it may be another model's (a repository poll), so it fails only a start.
+    Report(
+        R.ENGINE_INIT,
+        "failed to initialize python stub",
+        r"failed to initialize python stub(?: for auto-complete)?: ",
+    ),
+    Report(R.ENGINE_INIT, "failed to load '", r"failed to load '[^']+' version \d+: "),
     # A child that died of SIGKILL: said before the generic "died"/"crashed" rows so the line
     # names the kill (and its OOM-killer hint), whichever words surround it.
     S(R.KILLED, "exit code", r"exit code:? -9\b"),
@@ -251,6 +302,7 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
     S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
     W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
+    *(S(reason, name.lower(), _shell_reports(name)) for reason, name in SHELL_DEATHS),
 )
 
 # A traceback's frame line. Users often paste a traceback without its header: frames (and the
@@ -273,6 +325,9 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
         # Raised while the command line was parsed (vLLM's FlexibleArgumentParser checks
         # more than argparse does): the arguments were refused.
         ("parse_args", r", in parse_args\s*$", R.BAD_ARGS),
+        # Cut where huggingface_hub turns the Hub's HTTP error into its own (utils/_http.py;
+        # _errors.py before 0.20): the Hub refused the model's files (gated, private, missing).
+        ("hf_raise_for_status", r", in hf_raise_for_status\s*$", R.MODEL_NOT_FOUND),
     )
 )
 

@@ -101,3 +101,99 @@ def test_a_relogged_request_line_after_a_kept_startup_before_http_is_no_ready_li
         b"2024-07-31 16:07:33,561 vllm.engine.async_llm_engine 2683 INFO     Added request 0f1e.\n"
     )
     assert _read(log)[0] is Verdict.STARTING
+
+
+# -- causes a cut traceback or a wrapper's lines name (field/hub_refuses_config_httpx_status_
+# error, field/hub_download_traceback_cut_in_hf_raise_for_status, field/triton_python_backend_
+# initialize_failed) ----------------------------------------------------------------------------
+
+_VLLM_HEAD = b"INFO 04-18 12:30:05 [api_server.py:981] vLLM API server version 0.8.4\n"
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+        "https://huggingface.co/org/m/resolve/main/config.json",
+        "httpx.HTTPStatusError: Client error '403 Forbidden' for url "
+        "'https://hf-mirror.com/api/models/org/m/revision/main'",
+        "requests.exceptions.HTTPError: 404 Client Error: Not Found for url: "
+        "https://www.modelscope.cn/api/v1/models/org/m/repo?Revision=master",
+    ],
+)
+def test_the_hub_refusing_a_models_files_is_model_not_found(exception: str) -> None:
+    log = _VLLM_HEAD + b"Traceback (most recent call last):\n" + f"{exception}\n".encode()
+    assert _read(log)[::2] == (Verdict.FAILED, Reason.MODEL_NOT_FOUND)
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        "requests.exceptions.HTTPError: 401 Client Error: Unauthorized for url: "
+        "http://10.0.0.5:9000/v1/chat/completions",  # another service's refusal
+        "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: "
+        "https://huggingface.co/org/m/resolve/main/config.json",
+    ],
+)
+def test_other_http_errors_name_no_missing_model(exception: str) -> None:
+    log = _VLLM_HEAD + b"Traceback (most recent call last):\n" + f"{exception}\n".encode()
+    assert _read(log)[::2] == (Verdict.FAILED, Reason.CRASH)
+
+
+def test_a_traceback_cut_in_hf_raise_for_status_is_model_not_found() -> None:
+    cut = (
+        b"Traceback (most recent call last):\n"
+        b'  File "/v/huggingface_hub/utils/_http.py", line 406, in hf_raise_for_status\n'
+        b"    response.raise_for_status()\n"
+    )
+    assert _read(_VLLM_HEAD + cut)[::2] == (Verdict.FAILED, Reason.MODEL_NOT_FOUND)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'I0305 18:02:09.877012 1 pb_stub.cc:366] "Failed to initialize Python stub: KeyError: x"',
+        "E0305 18:02:10.102007 1 model_lifecycle.cc:654] \"failed to load 'llm' version 1: "
+        'Internal: KeyError: x"',
+    ],
+)
+def test_triton_failing_the_models_initialize_is_engine_init(line: str) -> None:
+    assert _read(_VLLM_HEAD + f"{line}\n".encode())[::2] == (Verdict.FAILED, Reason.ENGINE_INIT)
+
+
+def test_tritons_model_load_failure_after_ready_is_another_models() -> None:
+    up = b'I0305 18:05:00.1 1 model_lifecycle.cc:1] "[vllm] Error generating stream: bad"\n'
+    line = b"E0305 18:06:00.1 1 model_lifecycle.cc:654] \"failed to load 'b' version 2: x\"\n"
+    assert _read(up + line)[0] is Verdict.READY
+
+
+# -- a death said in the locale's words (field/shell_reports_segfault_in_its_locale) -------------
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("段错误", Reason.CRASH),
+        ("段错误 (核心已转储)", Reason.CRASH),
+        ("./run.sh: 行 3: 12345 段错误               （核心已转储） python serve.py", Reason.CRASH),
+        ("bash: line 1: 811 Erreur de segmentation (core dumped) vllm serve m", Reason.CRASH),
+        ("Ошибка сегментирования (образ памяти сброшен на диск)", Reason.CRASH),
+        ("已杀死", Reason.KILLED),
+        ("./serve.sh: Zeile 7: 48213 Getötet                 python -m vllm", Reason.KILLED),
+    ],
+)
+def test_the_shells_report_of_a_signal_in_another_language_is_that_death(
+    line: str, reason: Reason
+) -> None:
+    assert _read(_VLLM_HEAD + f"{line}\n".encode())[::2] == (Verdict.FAILED, reason)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 04-18 12:30:09 [loader.py:1] Speicherzugriffsfehler werden protokolliert",
+        "内存不足时可能出现段错误，请检查驱动",  # prose naming a segfault, not the shell's report
+    ],
+)
+def test_the_words_inside_prose_are_no_report(line: str) -> None:
+    assert _read(_VLLM_HEAD + f"{line}\n".encode())[0] is Verdict.STARTING
