@@ -12,6 +12,8 @@ import pytest
 
 from firedup.logscan import Phase, Reason, Verdict, explain
 from firedup.logscan.harmless import request_frame
+from firedup.logscan.normalize import clean, engine_says
+from firedup.logscan.wrappers import Wrappers
 
 
 def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
@@ -197,3 +199,46 @@ def test_the_shells_report_of_a_signal_in_another_language_is_that_death(
 )
 def test_the_words_inside_prose_are_no_report(line: str) -> None:
     assert _read(_VLLM_HEAD + f"{line}\n".encode())[0] is Verdict.STARTING
+
+
+# -- a notebook's links inside a bar (vllm/notebook_links_inside_a_capture_bar) ------------------
+
+
+def test_a_notebooks_links_on_a_bars_count_and_unit_are_read_as_the_bar() -> None:
+    bar = (
+        "Loading safetensors checkpoint shards:  50% Completed | 3[/6](https://h.example/6) "
+        "[00:06<00:06,  2.13s[/it](https://h.example/it)]"
+    )
+    assert clean(bar.encode()) == (
+        "Loading safetensors checkpoint shards:  50% Completed | 3/6 [00:06<00:06,  2.13s/it]"
+    )
+    state = explain(f"{bar}\n".encode())
+    assert state.phase is Phase.LOADING_WEIGHTS and state.progress is not None
+    assert (state.progress.done, state.progress.total) == (3, 6)
+
+
+def test_other_links_are_left_as_they_are() -> None:
+    colab = "[/usr/lib/python3/vllm/llm.py](https://localhost:8080/) in __init__(self)"
+    assert clean(colab.encode()) == colab
+
+
+# -- a stream's name inside a learned wrapper (field/backend_stream_tag_inside_a_learned_wrapper)
+
+
+def test_a_stream_name_left_by_a_learned_wrapper_is_learned_before_traceback_lines() -> None:
+    outer = "9:01AM DBG GRPC(m-127.0.0.1:4{}): stderr "
+    lines = [
+        "Traceback (most recent call last):",
+        '  File "/b/backend.py", line 3, in <module>',
+        "    import vllm",
+        '  File "/b/vllm/__init__.py", line 4, in <module>',
+    ]
+    log = "".join(outer.format(n) + line + "\n" for n, line in enumerate(lines))
+    assert _read(log.encode()) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CRASH)
+
+
+def test_a_stream_word_before_prose_is_no_wrapper() -> None:
+    wrappers = Wrappers(plain=engine_says)
+    assert wrappers.peel("stderr output was redirected to /tmp/x.log") == (
+        "stderr output was redirected to /tmp/x.log"
+    )
