@@ -302,8 +302,14 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
     S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
     W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
-    *(S(reason, name.lower(), _shell_reports(name)) for reason, name in SHELL_DEATHS),
+    *(S(r, name.lower(), _shell_reports(name)) for r, name in SHELL_DEATHS if name.isascii()),
 )
+# Rows whose words are not ASCII, read only on the lines that are not (nearly every line an
+# engine prints is ASCII: one check spares the table these rows).
+NON_ASCII_ROWS: tuple[Signature, ...] = tuple(
+    S(r, name.lower(), _shell_reports(name)) for r, name in SHELL_DEATHS if not name.isascii()
+)
+_ALL_ROWS = SIGNATURES + NON_ASCII_ROWS
 
 # A traceback's frame line. Users often paste a traceback without its header: frames (and the
 # exception line after them) are evidence on their own.
@@ -356,7 +362,7 @@ def match_signature(message: str) -> Match | None:
     lower = message.lower()
     found: Reason | None = None
     strong = own = False
-    for sig in SIGNATURES:
+    for sig in SIGNATURES if message.isascii() else _ALL_ROWS:
         if sig.needle in lower and sig.pattern.search(message):
             found = found or sig.reason
             strong = strong or sig.strong
@@ -368,7 +374,7 @@ def signature_starts(message: str) -> list[int]:
     """Where in the message each matching row's words begin."""
     lower = message.lower()
     starts = []
-    for sig in SIGNATURES:
+    for sig in SIGNATURES if message.isascii() else _ALL_ROWS:
         if sig.needle in lower:
             found = sig.pattern.search(message)
             if found is not None:

@@ -13,6 +13,7 @@ import pytest
 from firedup.logscan import Phase, Reason, Verdict, explain
 from firedup.logscan.harmless import request_frame
 from firedup.logscan.normalize import clean, engine_says
+from firedup.logscan.signatures import NON_ASCII_ROWS, match_signature
 from firedup.logscan.wrappers import Wrappers
 
 
@@ -242,3 +243,10 @@ def test_a_stream_word_before_prose_is_no_wrapper() -> None:
     assert wrappers.peel("stderr output was redirected to /tmp/x.log") == (
         "stderr output was redirected to /tmp/x.log"
     )
+
+
+def test_the_non_ascii_rows_are_read_on_non_ascii_lines_only_and_keep_the_needle_rule() -> None:
+    for row in NON_ASCII_ROWS:
+        assert row.needle == row.needle.lower() and row.needle.strip(), row
+        assert not row.needle.isascii(), row
+    assert match_signature("段错误") is not None and match_signature("Segmentation fault")
