@@ -63,6 +63,7 @@ MARKERS: tuple[Marker, ...] = (
     Marker("is using nccl==", Phase.INIT_DISTRIBUTED),
     Marker("Starting to load model", Phase.LOADING_WEIGHTS),
     Marker("Loading model weights took", Phase.LOADING_WEIGHTS),
+    Marker("Pre-loading model weights", Phase.LOADING_WEIGHTS),  # Gaudi: `on hpu:0 took ...`
     Marker("Loading weights took", Phase.LOADING_WEIGHTS),
     Marker("Model loading took", Phase.LOADING_WEIGHTS),
     Marker("Unable to collect loaded parameters", Phase.LOADING_WEIGHTS),
@@ -77,10 +78,22 @@ MARKERS: tuple[Marker, ...] = (
     Marker("torch.compile take", Phase.KV_CACHE),  # "takes" up to ~0.11, "took" since
     Marker("torch.compile took", Phase.KV_CACHE),
     Marker("Memory profiling takes", Phase.KV_CACHE),
-    Marker("profiling", Phase.KV_CACHE, _re(r"[Pp]rofiling/warmup run took|^Profiling CUDA graph")),
+    # `Profiling/warmup run took`, Gaudi's `Model profiling run took 504 MiB of device memory`.
+    Marker(
+        "profiling", Phase.KV_CACHE, _re(r"[Pp]rofiling(?:/warmup)? run took|^Profiling CUDA graph")
+    ),
+    # Intel llm-scaler's own profiling report, or its note that it estimates the peak instead.
+    Marker("[Memory Profiling Analysis]", Phase.KV_CACHE),
+    Marker("Skipping profile_run", Phase.KV_CACHE),
     Marker("Available KV cache memory", Phase.KV_CACHE),
     Marker("KV cache size", Phase.KV_CACHE, _re(r"^[A-Z]+ KV cache size: [\d,]+ tokens")),
     Marker("GiB for KV cache", Phase.KV_CACHE),  # the CPU worker's VLLM_CPU_KVCACHE_SPACE
+    Marker("reserved for KV cache", Phase.KV_CACHE),  # Gaudi's `Free device memory: ...` split
+    Marker(
+        "engine took",
+        Phase.KV_CACHE,
+        _re(r"^(?:Initializing cache engine|init_cache_engine) took"),
+    ),
     # The block count on any device: `# GPU blocks: N`, `# cuda blocks:`, `# TPU blocks:`,
     # `# HPU blocks:` (the executor's cache sizing, V0 and the vendor forks).
     Marker(" blocks: ", Phase.KV_CACHE, _re(r"^# [A-Za-z]+ blocks: \d")),
@@ -115,6 +128,19 @@ MARKERS: tuple[Marker, ...] = (
             r"^(?:Compil(?:ing|ed) (?:the model|\w+) with different input shapes"
             r"|Precompile all the subgraphs with possible input shapes)"
         ),
+    ),
+    # Gaudi's graph budget, each kind's capture summary, the warm-up's end, the sampler's.
+    Marker(
+        "for HPUGraphs",
+        Phase.CUDA_GRAPH,
+        _re(r"^Using [\d.]+ \w+/[\d.]+ \w+ of free device memory"),
+    ),
+    Marker(" captured:", Phase.CUDA_GRAPH, _re(r"^Graph/\w+ captured:\d")),
+    Marker("Warmup finished in", Phase.CUDA_GRAPH, _re(r"^Warmup finished in \d+ secs, allocated")),
+    Marker(
+        "ampler warmup",
+        Phase.CUDA_GRAPH,
+        _re(r"^(?:Starting sampler warmup|Sampler warmup completed)"),
     ),
     Marker("[Warmup][", Phase.CUDA_GRAPH, _re(r"^\[Warmup\]\[[\w/ ]+\]\[\d+/\d+\] batch_size:\d")),
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),

@@ -70,6 +70,58 @@ def test_lines_that_only_name_shapes_or_warmup_are_no_graph_phase(line: str) -> 
     assert _read(log)[1] is not Phase.CUDA_GRAPH
 
 
+# -- Gaudi's startup around its warm-up (vllm/gaudi_cache_sized_cut_before_warmup,
+# vllm/gaudi_graph_capture_summary_cut) and llm-scaler's profiling report
+# (vllm/llmscaler_memory_profiling_report_cut) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("line", "phase"),
+    [
+        (
+            "Pre-loading model weights on hpu:0 took 16.4 GiB of device memory",
+            Phase.LOADING_WEIGHTS,
+        ),
+        ("Model profiling run took 612 MiB of device memory (17 GiB/94 GiB used)", Phase.KV_CACHE),
+        (
+            "Free device memory: 77.6 GiB, 69.8 GiB usable, 62.8 GiB reserved for KV cache",
+            Phase.KV_CACHE,
+        ),
+        ("Initializing cache engine took 62.7 GiB of device memory", Phase.KV_CACHE),
+        ("init_cache_engine took 37.9 GiB of device memory (53 GiB/94 GiB used)", Phase.KV_CACHE),
+        ("[Memory Profiling Analysis]", Phase.KV_CACHE),
+        ("[VLLM_SKIP_PROFILE_RUN] Skipping profile_run, estimating peak", Phase.KV_CACHE),
+        (
+            "Using 6.9 GiB/14.8 GiB of free device memory for HPUGraphs, 2.1 GiB for prompt",
+            Phase.CUDA_GRAPH,
+        ),
+        (
+            "Graph/Decode captured:48 (100.0%) used_mem:161.9 MiB buckets:[(1, 128)]",
+            Phase.CUDA_GRAPH,
+        ),
+        ("Warmup finished in 49 secs, allocated 14.19 GiB of device memory", Phase.CUDA_GRAPH),
+        ("Starting sampler warmup...", Phase.CUDA_GRAPH),
+        ("Sampler warmup completed successfully", Phase.CUDA_GRAPH),
+    ],
+)
+def test_gaudis_and_llm_scalers_startup_lines_name_their_phase(line: str, phase: Phase) -> None:
+    log = _V0 + f"INFO 07-14 10:06:58 hpu_worker.py:140] {line}\n".encode()
+    assert _read(log) == (Verdict.STARTING, phase, None)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Warmup finished in 3.2s",  # another program's words: no Gaudi allocation after them
+        "Graph capture summary: captured: 4",
+        "Using HPUGraphs for decode",
+    ],
+)
+def test_look_alikes_of_gaudis_lines_are_no_graph_phase(line: str) -> None:
+    log = _V0 + f"INFO 07-14 10:06:58 x.py:1] {line}\n".encode()
+    assert _read(log)[1] is not Phase.CUDA_GRAPH
+
+
 # -- Neuron compiles while it loads (vllm/neuron_compiler_flags_while_loading_cut) ------------
 
 
