@@ -55,7 +55,7 @@ SERVING = re.compile(
     r"|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S*(?: HTTP/[\d.]+)?"
     r'" [234]\d\d'
     r"|^(?:\[(?:TP\d+|gpu(?:_id)?=\d+)\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
-    r"|^(?:GPU: \d+ )?new fill batch\. #seq: \d"
+    r"|new fill batch\. #seq: \d"  # its words alone: behind any tag a one-line paste kept
     r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
     r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"

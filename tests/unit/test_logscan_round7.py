@@ -171,6 +171,14 @@ def test_a_request_served_in_another_releases_words_is_a_ready_server_mid_servin
     assert _read(f"{line}\n".encode()) == (Verdict.READY, Phase.READY, None)
 
 
+@pytest.mark.parametrize("tag", ["[rank0]: ", "0: ", "srun: "])
+def test_an_old_fill_batch_line_behind_a_tag_a_one_line_paste_kept_is_still_served(
+    tag: str,
+) -> None:
+    line = f"{tag}new fill batch. #seq: 1. #cached_token: 30. #new_token: 217. #remaining_req: 5."
+    assert _read(f"{line}\n".encode())[0] is Verdict.READY
+
+
 def test_batch_lines_differing_only_in_number_widths_teach_no_wrapper() -> None:
     """Two batch lines whose numbers differ in width share no wrapper: they stay batch lines."""
     log = (
