@@ -69,7 +69,25 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Unable to collect loaded parameters", Phase.LOADING_WEIGHTS),
     # AWS Neuron compiles the model's graphs while it loads (neuronx-distributed-inference,
     # the vllm-neuron plugin's `load_model`): libneuronxla logs each compile's flags.
+    # Its builder's steps (neuronx_distributed's model_builder) and the compiler's own words.
     Marker("Neuron compiler flags:", Phase.LOADING_WEIGHTS),
+    Marker(
+        "HLO",
+        Phase.LOADING_WEIGHTS,
+        _re(
+            r"^(?:[A-Z]+:[\w.]+:)?"  # Python logging's default `LEVEL:name:` (basicConfig)
+            r"(?:Generating HLOs for the following models|Generated all HLOs in"
+            r"|(?:Starting|Done) compilation for (?:the priority HLO|all HLOs)"
+            r"|Finished Compilation for all HLOs|Done optimizing weight layout for all HLOs)"
+        ),
+    ),
+    Marker(
+        "[INFO]: ",
+        Phase.LOADING_WEIGHTS,
+        _re(
+            r"\[INFO\]: (?:Using a cached neff at|Compilation Successfully Completed for \S+\.hlo)"
+        ),
+    ),
     # vLLM's "init engine (profile, create kv cache, warmup model)" step is one phase here,
     # kv_cache, but for the CUDA graph capture, which has its own: the profiling run that
     # sizes the cache (torch.compile runs inside it: on GPUs, and the CPU backend's "Warming

@@ -122,12 +122,39 @@ def test_look_alikes_of_gaudis_lines_are_no_graph_phase(line: str) -> None:
     assert _read(log)[1] is not Phase.CUDA_GRAPH
 
 
-# -- Neuron compiles while it loads (vllm/neuron_compiler_flags_while_loading_cut) ------------
+# -- Neuron compiles while it loads (vllm/neuron_compiler_flags_while_loading_cut,
+# vllm/neuron_nxdi_hlo_compile_cut) ------------------------------------------------------------
 
 
 def test_neurons_compiler_flags_are_the_loading_weights_phase() -> None:
     log = _V0 + b"INFO:Neuron:Neuron compiler flags: --auto-cast=none -O1 --lnc=2\n"
     assert _read(log) == (Verdict.STARTING, Phase.LOADING_WEIGHTS, None)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO:Neuron:Generating HLOs for the following models: ['context_encoding_model']",
+        "INFO:Neuron:Generated all HLOs in 41.2 seconds",
+        "INFO:Neuron:Starting compilation for the priority HLO",
+        "INFO:Neuron:Done compilation for the priority HLO in 106.3 seconds",
+        "INFO:Neuron:Done optimizing weight layout for all HLOs in 26.2 seconds",
+        "INFO:Neuron:Starting compilation for all HLOs",
+        "INFO:Neuron:Finished Compilation for all HLOs in 49.7 seconds",
+        "2026-01-15 11:02:10.000331:  88  [INFO]: Using a cached neff at /c/M_1/model.neff",
+        "2026-01-15 11:02:10.000331:  88  [INFO]: Compilation Successfully Completed for "
+        "model.MODULE_1+2.hlo_module.pb",
+    ],
+)
+def test_neurons_model_builder_and_compiler_lines_are_the_loading_weights_phase(line: str) -> None:
+    assert _read(_V0 + f"{line}\n".encode()) == (Verdict.STARTING, Phase.LOADING_WEIGHTS, None)
+
+
+@pytest.mark.parametrize(
+    "line", ["HLO dump written to /tmp/x", "INFO: compilation for all HLOs is disabled", "no neff"]
+)
+def test_words_about_hlos_or_neffs_alone_are_no_phase(line: str) -> None:
+    assert _read(_V0 + f"{line}\n".encode())[1] is Phase.LAUNCHING
 
 
 def test_neurons_flags_after_the_cache_do_not_drag_the_phase_back() -> None:
