@@ -27,8 +27,8 @@ from firedup.logscan.signatures import (
     EXCEPTION_LINE,
     FRAME_LINE,
     TEMPLATE_CAUGHT,
-    TRACEBACK_HEADER,
     frame_hint,
+    is_traceback_header,
 )
 
 FRAME_LINES = 5  # lines kept before the exception line: about two frames and their code
@@ -110,7 +110,7 @@ class Tracebacks:
         if message.startswith(EXCEPTION_IGNORED) or _template_caught(message):
             self._ignore_next = True
             return LineKind.PLAIN
-        if TRACEBACK_HEADER in message:
+        if is_traceback_header(message):
             self._begin(text, None)
             return LineKind.HEADER
         frame = is_frame(message)
