@@ -63,9 +63,11 @@ NATIVE_FRAME = re.compile(
 
 
 def _template_caught(message: str) -> bool:
-    """The line announcing a chat template's traceback that its caller catches."""
-    start, end = TEMPLATE_CAUGHT
-    return message.startswith(start) and message.endswith(end)
+    """The line announcing a chat template's traceback that its caller catches (or its start,
+    when a paste hard-wrapped it)."""
+    start, tails = TEMPLATE_CAUGHT
+    rest = message[len(start) :] if message.startswith(start) else None
+    return rest is not None and any(tail.startswith(rest) for tail in tails)
 
 
 def is_frame(message: str) -> bool:

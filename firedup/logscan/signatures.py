@@ -355,7 +355,13 @@ EXCEPTION_IGNORED = "Exception ignored in"
 # in `transformers` while applying chat template", `mistral_common` too: entrypoints/
 # chat_utils.py, renderers/), then raises a ValueError its callers always catch (a request's
 # handler answers 400; the start-up warm-up logs "Chat template warmup failed" and goes on).
-TEMPLATE_CAUGHT = ("An error occurred in `", "while applying chat template")
+TEMPLATE_CAUGHT = (
+    "An error occurred in `",
+    (
+        "transformers` while applying chat template",
+        "mistral_common` while applying chat template",
+    ),
+)
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
 EXCEPTION_LINE = re.compile(
     r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout)(?::\s|:?\s*$)"

@@ -250,3 +250,12 @@ def test_the_non_ascii_rows_are_read_on_non_ascii_lines_only_and_keep_the_needle
         assert row.needle == row.needle.lower() and row.needle.strip(), row
         assert not row.needle.isascii(), row
     assert match_signature("段错误") is not None and match_signature("Segmentation fault")
+
+
+def test_the_helpers_announcement_cut_by_a_hard_wrap_still_announces_it() -> None:
+    head = b"INFO 10-01 07:59:00 [api_server.py:1880] vLLM API server version 0.13.0\n"
+    cut = _TEMPLATE_TRACEBACK.replace("`transformers` while", "`transfor\nmers` while", 1)
+    exception = f"{_HELPER}jinja2.exceptions.TemplateError: no system turn\n".encode()
+    assert _read(head + cut.encode() + exception)[0] is Verdict.STARTING
+    other = _TEMPLATE_TRACEBACK.replace("`transformers` while applying chat template", "`x`: oops")
+    assert _read(head + other.encode() + exception)[0] is Verdict.FAILED
