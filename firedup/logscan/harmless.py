@@ -66,7 +66,7 @@ SERVING = re.compile(
     # vLLM's request log behind another program's logging format, which puts its own stamp,
     # vLLM's logger name and the level first (`2024-07-31 16:07:33,561 vllm.engine.async_llm_
     # engine 2683080 INFO     Added request 1f0e.`: a serving framework's worker log).
-    r"|\s(?:INFO|DEBUG):?\s+(?:Added|Finished|Aborted) request \S+$"
+    r"|\s(?:INFO|DEBUG):?\s+(?:Added|Finished|Aborted) request(?:\(s\))? \S+$"
 )
 
 

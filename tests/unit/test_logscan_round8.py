@@ -79,6 +79,7 @@ def test_the_same_traceback_without_the_helpers_announcement_still_fails_a_start
         'E0101 00:00:01.000001 7 model.py:502] "[vllm] Error generating stream: bad input"',
         "2024-07-31 16:07:33,561 vllm.engine.async_llm_engine 2683 INFO     Added request 0f1e.",
         "[2024-07-31 16:07:35] vllm.engine.async_llm_engine INFO: Finished request cmpl-2.",
+        "2025-05-02 09:00:01,002 vllm.v1.engine.async_llm 77 INFO Aborted request(s) c-1,c-2.",
         "Processed prompts: 100%|██████████| 64/64 [00:05<00:00, 12.3it/s]",
     ],
 )
