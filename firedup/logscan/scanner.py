@@ -20,6 +20,7 @@ from firedup.logscan.failures import FailureRules
 from firedup.logscan.harmless import is_routine
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
+    EarlierLaunch,
     Event,
     EventKind,
     Phase,
@@ -39,7 +40,13 @@ from firedup.logscan.normalize import (
     split_records,
 )
 from firedup.logscan.phases import MAX_LAST_LINE_CHARS
-from firedup.logscan.rules import BAR_LABELS, LAUNCH_BANNERS, detect_engine, parse_bar
+from firedup.logscan.rules import (
+    BANNER_STARTS,
+    BAR_LABELS,
+    detect_engine,
+    launch_banner,
+    parse_bar,
+)
 from firedup.logscan.segments import Segmenter
 from firedup.logscan.serving import WRAP_MIN_CHARS, ServingRules, continues
 from firedup.logscan.wrappers import Wrappers
@@ -61,10 +68,17 @@ class LogScanner(FailureRules, ServingRules):
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
+        self._record_at = -1  # the last line with a record's prefix (a stamp or a level)
+        self._launches = 0
+        self._earlier: EarlierLaunch | None = None
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
         """Forget the story so far: a log appended to (`>>`) can hold several launches."""
+        if self._launches:
+            stopped = self._stopping
+            self._earlier = EarlierLaunch(self._verdict, self._phase, self._reason, stopped)
+        self._launches += 1
         self.engine = self._given
         self._tracebacks = Tracebacks()
         self._excerpt = Excerpt()
@@ -79,6 +93,7 @@ class LogScanner(FailureRules, ServingRules):
         self._borrowed = False
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
+        self._exception_at = -1  # the last exception line: bare lines after it continue it
         self._undecided: Line | None = None  # an engine-dependent line read before the engine
         self._piece: Line | None = None  # the last line, when long enough to have been wrapped
 
@@ -173,7 +188,9 @@ class LogScanner(FailureRules, ServingRules):
             self._continued(piece, line, now, out)
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
         self._lines += 1
-        if line.message.startswith(LAUNCH_BANNERS):
+        if line.level or line.stamp is not None:
+            self._record_at = self._lines
+        if line.message.startswith(BANNER_STARTS) and self._banner(line):
             if self._story_begun():
                 self._new_launch(now)
                 out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
@@ -199,6 +216,8 @@ class LogScanner(FailureRules, ServingRules):
         if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
             self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
         kind = self._tracebacks.see(line.text, line.message)
+        if kind is LineKind.EXCEPTION:
+            self._exception_at = self._lines
         if kind is LineKind.FRAME and self._in_handler(line.message):
             self._advance(Phase.READY, line.text, now, out)
         fatal = self._judge(line, kind, now, out)
@@ -207,7 +226,22 @@ class LogScanner(FailureRules, ServingRules):
         self._excerpt.note(line.text, just_set=fatal)
 
     def _story_begun(self) -> bool:
-        return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING
+        """Whether a banner now starts a new story: the run got anywhere, failed or stopped."""
+        return (
+            self._phase is not Phase.LAUNCHING
+            or self._verdict is not Verdict.STARTING
+            or self._stopping
+        )
+
+    def _banner(self, line: Line) -> bool:
+        """Whether the line is the engine's first line of a run. A bare one (no record's
+        prefix) inside a traceback or continuing its exception's message, in a log whose
+        records carry prefixes, is the traceback's text."""
+        if not launch_banner(line.message):
+            return False
+        if self._record_at == self._lines or self._record_at < 0:
+            return True  # the engine's record, or a log whose lines carry no prefix
+        return not self._tracebacks.open and self._exception_at < self._record_at
 
     # -- snapshot ----------------------------------------------------------------------------
 
@@ -225,6 +259,8 @@ class LogScanner(FailureRules, ServingRules):
             lines_seen=self._segments.newlines + (1 if self._segments.line_open else 0),
             last_line=self._last_line,
             last_timestamp=self._clock.last,
+            launches=self._launches,
+            earlier=self._earlier,
         )
 
     def _pending_progress(self) -> Progress | None:
