@@ -164,3 +164,52 @@ def test_explain_log_says_how_the_earlier_launch_ended(tmp_path: Path) -> None:
     assert "2 launches in this log" in to_text(explanation)
     assert "was ready, then stopped" in " ".join(explanation.notes)
     assert '"launches": 2' in to_json(explanation)
+
+
+# == labelling rules: a cut traceback's reason and a failed log's phase (docs/log-analysis.md,
+#    "Labelling rules") =========================================================================
+
+_CONSTRUCTION = (
+    b'  File "/x/sglang/srt/managers/scheduler.py", line 250, in __init__\n'
+    b"    self.tp_worker = TpModelWorker(\n"
+    b'  File "/x/sglang/srt/model_executor/model_runner.py", line 310, in load_model\n'
+    b'  File "/x/sglang/srt/model_loader/loader.py", line 371, in _initialize_model\n'
+    b"    return model_class(\n"
+)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"[2025-05-01 10:00:00] server_args=ServerArgs(model_path='m')\n"
+        b"[2025-05-01 10:00:09 TP0] Scheduler hit an exception: Traceback (most recent call "
+        b"last):\n",
+        b"[2025-05-01 10:00:00] server_args=ServerArgs(model_path='m')\n"
+        b"Traceback (most recent call last):\n",
+    ],
+    ids=["hit_an_exception", "bare_traceback"],
+)
+def test_a_traceback_cut_in_the_engines_construction_is_a_crash_not_engine_init(
+    head: bytes,
+) -> None:
+    assert _read(head + _CONSTRUCTION) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CRASH)
+
+
+def test_the_engines_own_word_that_init_failed_is_engine_init() -> None:
+    log = (
+        b"ERROR 07-02 09:41:18 [core.py:396] EngineCore failed to start.\n"
+        b"Traceback (most recent call last):\n" + _CONSTRUCTION
+    )
+    assert _read(log)[2] is Reason.ENGINE_INIT
+
+
+def test_frames_of_the_serving_loop_do_not_move_a_failed_logs_phase() -> None:
+    log = (
+        b"[2025-05-01 10:00:00] server_args=ServerArgs(model_path='m')\n"
+        b"[2025-05-01 11:00:00 TP0] Scheduler hit an exception: Traceback (most recent call "
+        b"last):\n"
+        b'  File "/x/sglang/srt/managers/scheduler.py", line 700, in event_loop_overlap\n'
+        b'  File "/x/sglang/srt/managers/scheduler.py", line 900, in process_batch_result\n'
+        b"RuntimeError: CUDA error: an illegal memory access was encountered\n"
+    )
+    assert _read(log) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CRASH)
