@@ -188,13 +188,7 @@ class LogScanner(FailureRules, ServingRules):
             self._continued(piece, line, now, out)
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
         self._lines += 1
-        if line.level or line.stamp is not None:
-            self._record_at = self._lines
-        if line.message.startswith(BANNER_STARTS) and self._banner(line):
-            if self._story_begun():
-                self._new_launch(now)
-                out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
-            self._story = True
+        self._launch_line(line, now, out)
         if self._detect and self.engine is None:
             self.engine = detect_engine(line.message, line.ranks)
             if self.engine is not None and self._undecided is not None:
@@ -224,6 +218,16 @@ class LogScanner(FailureRules, ServingRules):
         if self._verdict is Verdict.STARTING:
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
+
+    def _launch_line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
+        """A launch banner after any progress, a failure or a stop begins a new story."""
+        if line.level or line.stamp is not None:
+            self._record_at = self._lines
+        if line.message.startswith(BANNER_STARTS) and self._banner(line):
+            if self._story_begun():
+                self._new_launch(now)
+                out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
+            self._story = True
 
     def _story_begun(self) -> bool:
         """Whether a banner now starts a new story: the run got anywhere, failed or stopped."""
