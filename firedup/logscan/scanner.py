@@ -68,7 +68,6 @@ class LogScanner(FailureRules, ServingRules):
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
-        self._record_at = -1  # the last line with a record's prefix (a stamp or a level)
         self._launches = 0
         self._earlier: EarlierLaunch | None = None
         self._new_launch(None)
@@ -93,7 +92,7 @@ class LogScanner(FailureRules, ServingRules):
         self._borrowed = False
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
-        self._exception_at = -1  # the last exception line: bare lines after it continue it
+        self._echo_from = -1  # an exception line no record has followed: bare lines continue it
         self._undecided: Line | None = None  # an engine-dependent line read before the engine
         self._piece: Line | None = None  # the last line, when long enough to have been wrapped
 
@@ -188,13 +187,15 @@ class LogScanner(FailureRules, ServingRules):
             self._continued(piece, line, now, out)
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
         self._lines += 1
-        self._launch_line(line, now, out)
+        if self._echo_from >= 0 and (line.level or line.stamp is not None):
+            self._echo_from = -1  # a record: the exception's message has ended
+        if line.message.startswith(BANNER_STARTS) and self._banner(line):
+            if self._story_begun():  # a launch banner after anything: a new story
+                self._new_launch(now)
+                out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
+            self._story = True
         if self._detect and self.engine is None:
-            self.engine = detect_engine(line.message, line.ranks)
-            if self.engine is not None and self._undecided is not None:
-                undecided, self._undecided = self._undecided, None
-                if self._verdict is Verdict.STARTING:
-                    self._phase_marker(undecided, now, out)  # what it meant for this engine
+            self._detect_engine(line, now, out)
         if self._verdict is Verdict.STARTING and self._serving(line):
             self._advance(Phase.READY, line.text, now, out)
         if self._tracebacks.open:
@@ -211,7 +212,7 @@ class LogScanner(FailureRules, ServingRules):
             self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
         kind = self._tracebacks.see(line.text, line.message)
         if kind is LineKind.EXCEPTION:
-            self._exception_at = self._lines
+            self._echo_from = self._lines
         if kind is LineKind.FRAME and self._in_handler(line.message):
             self._advance(Phase.READY, line.text, now, out)
         fatal = self._judge(line, kind, now, out)
@@ -219,15 +220,12 @@ class LogScanner(FailureRules, ServingRules):
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
 
-    def _launch_line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
-        """A launch banner after any progress, a failure or a stop begins a new story."""
-        if line.level or line.stamp is not None:
-            self._record_at = self._lines
-        if line.message.startswith(BANNER_STARTS) and self._banner(line):
-            if self._story_begun():
-                self._new_launch(now)
-                out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
-            self._story = True
+    def _detect_engine(self, line: Line, now: datetime | None, out: list[Event]) -> None:
+        self.engine = detect_engine(line.message, line.ranks)
+        if self.engine is not None and self._undecided is not None:
+            undecided, self._undecided = self._undecided, None
+            if self._verdict is Verdict.STARTING:
+                self._phase_marker(undecided, now, out)  # what it meant for this engine
 
     def _story_begun(self) -> bool:
         """Whether a banner now starts a new story: the run got anywhere, failed or stopped."""
@@ -240,12 +238,12 @@ class LogScanner(FailureRules, ServingRules):
     def _banner(self, line: Line) -> bool:
         """Whether the line is the engine's first line of a run. A bare one (no record's
         prefix) inside a traceback or continuing its exception's message, in a log whose
-        records carry prefixes, is the traceback's text."""
+        records carry stamps, is the traceback's text."""
         if not launch_banner(line.message):
             return False
-        if self._record_at == self._lines or self._record_at < 0:
-            return True  # the engine's record, or a log whose lines carry no prefix
-        return not self._tracebacks.open and self._exception_at < self._record_at
+        if line.level or line.stamp is not None or self._clock.last is None:
+            return True  # the engine's record, or a log whose lines carry no stamp
+        return not self._tracebacks.open and self._echo_from < 0
 
     # -- snapshot ----------------------------------------------------------------------------
 
