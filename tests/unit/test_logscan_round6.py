@@ -96,6 +96,14 @@ def test_a_restart_that_comes_up_is_ready_and_the_earlier_failure_is_remembered(
     assert state.earlier.phase is Phase.LOADING_WEIGHTS
 
 
+def test_a_restart_after_a_silent_death_is_read_as_the_new_run() -> None:
+    """A server killed without a word (SIGKILL) and started again by a supervisor."""
+    state = explain(_RUN + _READY + _RELAUNCH)
+    assert (state.verdict, state.phase) == (Verdict.STARTING, Phase.LOADING_WEIGHTS)
+    assert state.earlier is not None
+    assert (state.earlier.verdict, state.earlier.stopped) == (Verdict.READY, False)
+
+
 def test_the_new_story_begins_with_a_launching_event_on_the_banner() -> None:
     scanner = LogScanner()
     events = scanner.feed(_RUN + _READY + _STOP + _RELAUNCH) + scanner.finish()
