@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from firedup.logscan.hints import HINTS as HINTS  # the table's hints, where callers look
 from firedup.logscan.model import Reason
+from firedup.logscan.shellwords import SHELL_DEATHS, shell_reports
 
 
 @dataclass(frozen=True)
@@ -49,37 +50,6 @@ def W(reason: Reason, needle: str, pattern: str) -> Signature:
 _OPTION = r"\[-{1,2}\w[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]"
 
 R = Reason
-
-# A signal's name as the shell reports a child it killed, in the locale's words (glibc's
-# libc.mo translations of strsignal: `Segmentation fault`, `Killed`), alone or in bash's job
-# report (`run.sh: 行 3: 12345 段错误 （核心已转储） python serve.py`). The English names
-# have their own rows below.
-SHELL_DEATHS: tuple[tuple[Reason, str], ...] = (
-    *(
-        (R.CRASH, name)
-        for name in (
-            "段错误",  # zh_CN
-            "程式記憶體區段錯誤",  # zh_TW
-            "세그멘테이션 오류",  # ko
-            "Speicherzugriffsfehler",  # de
-            "Erreur de segmentation",  # fr
-            "Violación de segmento",  # es
-            "Ошибка сегментирования",  # ru
-            "Falha de segmentação",  # pt_BR
-            "Errore di segmentazione",  # it
-            "Naruszenie ochrony pamięci",  # pl
-        )
-    ),
-    *((R.KILLED, name) for name in ("已杀死", "強制終了", "Getötet", "Убито", "Unicestwiony")),
-)
-
-
-def _shell_reports(name: str) -> str:
-    """The line that is the shell's report of that death: the name alone (a core dump noted
-    after it), or after a job report's pid (the command after it)."""
-    word = re.escape(name)
-    return rf"^(?:.*\s\d+\s+{word}(?:\s|$)|{word}\s*(?:[(（][^)）]*[)）])?\s*$)"
-
 
 SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
@@ -302,12 +272,12 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
     S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
     W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
-    *(S(r, name.lower(), _shell_reports(name)) for r, name in SHELL_DEATHS if name.isascii()),
+    *(S(r, name.lower(), shell_reports(name)) for r, name in SHELL_DEATHS if name.isascii()),
 )
 # Rows whose words are not ASCII, read only on the lines that are not (nearly every line an
 # engine prints is ASCII: one check spares the table these rows).
 NON_ASCII_ROWS: tuple[Signature, ...] = tuple(
-    S(r, name.lower(), _shell_reports(name)) for r, name in SHELL_DEATHS if not name.isascii()
+    S(r, name.lower(), shell_reports(name)) for r, name in SHELL_DEATHS if not name.isascii()
 )
 _ALL_ROWS = SIGNATURES + NON_ASCII_ROWS
 
