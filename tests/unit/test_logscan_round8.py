@@ -15,12 +15,7 @@ from firedup.logscan.harmless import request_frame
 from firedup.logscan.normalize import clean, engine_says
 from firedup.logscan.signatures import NON_ASCII_ROWS, match_signature
 from firedup.logscan.wrappers import Wrappers
-
-
-def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
-    state = explain(log)
-    return state.verdict, state.phase, state.reason
-
+from tests.unit.test_logscan_shapes import _read
 
 # -- a chat template's error is a request's (field/vllm_mistral_template_error_mid_serving,
 # vllm/template_warmup_failure_during_startup) ----------------------------------------------
