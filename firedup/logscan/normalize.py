@@ -18,6 +18,8 @@ record's prefix. Wrappers with no engine record behind them are learned from the
 from __future__ import annotations
 
 import calendar
+import html
+import json
 import re
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -34,12 +36,14 @@ _ANSI = re.compile(
     r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
 
 _WRAPPER = re.compile(
     r"(?P<k9s>[│┃║]\s?)"
     r"|(?P<kube>\[pod/[^\]]*\]\s)"
     r"|(?:(?P<jmon>[^\W\d_]{3,4}\.?) +(?P<jday>\d{1,2}) (?P<jtime>\d\d:\d\d:\d\d)"
-    r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)[+-]\d{4}) \S+ [\w.@/:-]+(?:\[\d+\])?: "
+    r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d))(?:\.\d+)?(?(jiso)[+-]\d{4}) "
+    r"\S+ [\w.@/:-]+(?:\[\d+\])?: "  # journalctl's short, short-iso and their -precise
     r"|(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]\d\d:?\d\d)? "
     r"(?:std(?:out|err) [FP] )?"  # the kubelet's CRI log files: stream and partial-line tag
     # A log viewer's column (a cloud console, Grafana): `2025-03-11 09:47:23.058<TAB>`. A stamp
@@ -66,6 +70,13 @@ _VLLM_LEVEL = re.compile(
 _THIRD_PARTY = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d),(?P<frac>\d{3}) - (?P<level>[A-Z]+) - "
 )
+# A stamp after the message (lmcache_vllm 0.1's logger, 2024): `%(levelname)s %(name)s:
+# %(message)s [%(asctime)s] -- %(pathname)s:%(lineno)d`.
+_STAMP_AFTER = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<message>[\w.-]+: .*) \[(?P<date>\d{4}-"
+    r"\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?\] -- \S+:\d+$"
+)
+_TRAILING = re.compile(r"\[[^\]]*\] -- \S+:\d+$")
 _UVICORN_LEVEL = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
 # Where an engine record starts: a vLLM/Ray process tag, an SGLang stamp, a vLLM level stamp.
@@ -91,11 +102,30 @@ class Line(NamedTuple):  # a tuple: built for every line of a log, it must be ch
 
 def clean(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
+    if text.startswith('{"log":'):
+        text = _docker_record(text)
     if "\x1b" in text or "^[" in text:
         text = _ANSI.sub("", text)
     if not text.isprintable():
         text = _CONTROL.sub("", text)
+    if "&" in text:  # a log copied from a web page's text kept its entities (`&quot;`)
+        text = _ENTITY.sub(lambda match: html.unescape(match.group()), text)
     return text
+
+
+def _docker_record(text: str) -> str:
+    """docker's json-file record (`{"log":"...\\n","stream":"stderr","time":"..."}`) as the
+    line it holds behind its time, as `docker logs --timestamps` shows it; a redrawn bar is
+    its last redraw, what a terminal shows."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(record, dict) or not isinstance(record.get("log"), str):
+        return text
+    line = record["log"].rstrip("\r\n").rsplit("\r", 1)[-1]
+    time = record.get("time")
+    return f"{time} {line}" if isinstance(time, str) and _WRAPPER.match(f"{time} ") else line
 
 
 def parse_line(
@@ -127,17 +157,18 @@ def parse_line(
         if match.group("k9s"):
             text = _K9S_TAIL.sub("", text)
     message, own_stamp, ranks, level = _engine_prefix(text)
-    if not level and own_stamp is None and not is_routine(message):
+    if not level and own_stamp is None:
         # No engine prefix, or process tags alone: look further in (wrappers nest inside tags)
-        inner = _embedded(message)
-        if inner is None and peel is not None:
-            inner = peel(message)
+        inner = _embedded(message)  # serving traffic too: a record behind a tag (`srun: (...`)
+        if inner is None and peel is not None and not is_routine(message):
+            inner = peel(message)  # the bulk (NCCL INFO, access lines) teaches no wrapper
         elif inner is not None and saw is not None:
             saw(message[: len(message) - len(inner)])
         if inner is not None and inner is not message:
-            text = text[: len(text) - len(message)] + inner
-            message, own_stamp, inner_ranks, level = _engine_prefix(inner)
-            ranks = inner_ranks or ranks
+            inside = parse_line(inner)  # a known wrapper inside a learned one (`srun: │ ...`)
+            text = text[: len(text) - len(message)] + inside.text
+            message, own_stamp, level = inside.message, inside.stamp, inside.level
+            ranks = inside.ranks or ranks
     if message[-1:] == " ":  # trailing blanks (an editor, a paste) mean nothing
         message = message.rstrip()
     return Line(text, message, stamp or own_stamp, ranks or tag, level)
@@ -176,8 +207,12 @@ def _embedded(text: str) -> str | None:
     if _RECORD_HINT.search(text, 1) is None or EXCEPTION_LINE.match(text):
         return None
     for tries, match in enumerate(_RECORD.finditer(text, 1)):
-        if tries == 3 or "Traceback" in text[: match.start()]:
-            return None
+        if (
+            tries == 3
+            or "Traceback" in text[: match.start()]
+            or _TRAILING.match(text, match.start())
+        ):
+            return None  # a stamp after its message (_STAMP_AFTER) starts no record
         inner = text[match.start() :]
         if _engine_prefix(inner)[0] is not inner:
             return inner
@@ -186,6 +221,10 @@ def _embedded(text: str) -> str | None:
 
 def split_records(text: str) -> list[str]:
     """A flattened line cut into its records; a line of one record comes back whole."""
+    if "\\n" in text:
+        lines = _json_dumped(text)
+        if lines is not None:
+            return lines
     starts = []
     last_end = -2
     for match in _RECORD.finditer(text):
@@ -197,6 +236,24 @@ def split_records(text: str) -> list[str]:
     bounds = [0, *starts] if starts[0] else starts
     ends = [*bounds[1:], len(text)]
     return [text[a:b] for a, b in zip(bounds, ends) if text[a:b].strip()]  # noqa: B905 (3.8)
+
+
+def _json_dumped(text: str) -> list[str] | None:
+    """A log dumped as a JSON string (lines joined by a literal `\\n`, quotes escaped), as
+    its lines; None unless one of them, after the first, is plainly the engine's (a message's
+    own `\\n` is not a log's)."""
+    pieces = text.split("\\n")
+    lines = [_unescaped(piece) for piece in pieces if piece.strip()]
+    if len(lines) < 2 or not any(engine_says(line.lstrip()) for line in lines[1:]):
+        return None
+    return lines
+
+
+def _unescaped(piece: str) -> str:
+    try:
+        return str(json.loads(f'"{piece}"'))
+    except ValueError:
+        return piece
 
 
 def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
@@ -238,6 +295,9 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
             level = match.group("level")
             stamp = _month_day_stamp(match.group("md"), match.group("time"), match.group("frac"))
             text = text[match.end() :]
+        elif (after := _STAMP_AFTER.match(text)) is not None:
+            stamp = _stamp(after.group("date"), after.group("time"), after.group("frac"))
+            return after.group("message"), stamp, ranks, after.group("level")
         uvicorn = _UVICORN_LEVEL.match(text) if text[:1] in _LEVEL_STARTS else None
         if uvicorn:
             level = level or uvicorn.group("level")
