@@ -65,8 +65,9 @@ _SGLANG = re.compile(
 _VLLM_PROC = re.compile(r"\((?P<proc>[^()]*?)\bpid=\d+(?:, ip=[\w.:]+)?\) ")
 _VLLM_LEVEL = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
-    r"(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? \[?[^\s\]]+:\d+\] ?"
-)
+    r"(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? (?:\[?[^\s\]]+:\d+\] ?|\[?[^\s\]]*$)"
+)  # a hard wrap may cut the line inside `[file:N]`: the rest is the next line's (_TAIL)
+_TAIL = re.compile(r"(?:[\d:.]{1,8} \[|\[)?[\w.-]*\.py:\d+\] ")  # the wrap's rest of `[file.py:N] `
 _THIRD_PARTY = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d),(?P<frac>\d{3}) - (?P<level>[A-Z]+) - "
 )
@@ -302,6 +303,8 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
         if uvicorn:
             level = level or uvicorn.group("level")
             text = text[uvicorn.end() :]
+    elif (head.islower() or head.isdigit() or head == "_") and (tail := _TAIL.match(text)):
+        text = text[tail.end() :]
     return text, stamp, ranks, level
 
 

@@ -136,3 +136,15 @@ def test_a_known_wrapper_inside_a_learned_one_is_peeled_and_traffic_finds_record
         "h-7:41:42 [1] NCCL INFO RAS up 0",
     ]
     assert _read(nccl) == nccl  # NCCL's own prefix on its bulk teaches no wrapper
+
+
+def test_a_hard_wrap_inside_the_engine_prefix_leaves_a_prefix_and_its_tail() -> None:
+    # fixture: hard_wrap_cuts_inside_the_engine_prefix
+    head = parse_line("(EngineCore pid=7) INFO 12-01 10:00:58 [kv")
+    assert (head.message, head.level, head.ranks) == ("", "INFO", "EngineCore")
+    for tail in ("_cache_utils.py:634] ", "kv_cache_utils.py:634] ", "8 [kv_cache_utils.py:634] "):
+        assert parse_line(tail + "GPU KV cache size: 81,920 tokens").message == (
+            "GPU KV cache size: 81,920 tokens"
+        ), tail
+    for kept in ("12 workers] started", "see utils.py line 3] x", "Killed"):
+        assert parse_line(kept).message == kept
