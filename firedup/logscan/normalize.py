@@ -17,26 +17,22 @@ record's prefix. Wrappers with no engine record behind them are learned from the
 
 from __future__ import annotations
 
-import calendar
-import html
-import json
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import NamedTuple, Optional, Tuple  # noqa: UP035 - RawStamp is built at runtime on 3.8
+from typing import NamedTuple
 
+from firedup.logscan.clock import Clock, RawStamp
+from firedup.logscan.damage import docker_record, json_dumped, unescape_entities
 from firedup.logscan.harmless import is_routine
 from firedup.logscan.signatures import EXCEPTION_LINE
 
-# (year, month, day, hour, minute, second, microsecond); None where the log omits it.
-RawStamp = Tuple[Optional[int], Optional[int], Optional[int], int, int, int, int]  # noqa: UP006, UP045
+__all__ = ["Clock", "Line", "RawStamp", "clean", "engine_says", "parse_line", "split_records"]
 
 _ANSI = re.compile(
     r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
 
 _WRAPPER = re.compile(
     r"(?P<k9s>[│┃║]\s?)"
@@ -104,29 +100,14 @@ class Line(NamedTuple):  # a tuple: built for every line of a log, it must be ch
 def clean(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
     if text.startswith('{"log":'):
-        text = _docker_record(text)
+        text = docker_record(text)
     if "\x1b" in text or "^[" in text:
         text = _ANSI.sub("", text)
     if not text.isprintable():
         text = _CONTROL.sub("", text)
     if "&" in text:  # a log copied from a web page's text kept its entities (`&quot;`)
-        text = _ENTITY.sub(lambda match: html.unescape(match.group()), text)
+        text = unescape_entities(text)
     return text
-
-
-def _docker_record(text: str) -> str:
-    """docker's json-file record (`{"log":"...\\n","stream":"stderr","time":"..."}`) as the
-    line it holds behind its time, as `docker logs --timestamps` shows it; a redrawn bar is
-    its last redraw, what a terminal shows."""
-    try:
-        record = json.loads(text)
-    except ValueError:
-        return text
-    if not isinstance(record, dict) or not isinstance(record.get("log"), str):
-        return text
-    line = record["log"].rstrip("\r\n").rsplit("\r", 1)[-1]
-    time = record.get("time")
-    return f"{time} {line}" if isinstance(time, str) and _WRAPPER.match(f"{time} ") else line
 
 
 def parse_line(
@@ -223,7 +204,7 @@ def _embedded(text: str) -> str | None:
 def split_records(text: str) -> list[str]:
     """A flattened line cut into its records; a line of one record comes back whole."""
     if "\\n" in text:
-        lines = _json_dumped(text)
+        lines = json_dumped(text, engine_says)
         if lines is not None:
             return lines
     starts = []
@@ -237,24 +218,6 @@ def split_records(text: str) -> list[str]:
     bounds = [0, *starts] if starts[0] else starts
     ends = [*bounds[1:], len(text)]
     return [text[a:b] for a, b in zip(bounds, ends) if text[a:b].strip()]  # noqa: B905 (3.8)
-
-
-def _json_dumped(text: str) -> list[str] | None:
-    """A log dumped as a JSON string (lines joined by a literal `\\n`, quotes escaped), as
-    its lines; None unless one of them, after the first, is plainly the engine's (a message's
-    own `\\n` is not a log's)."""
-    pieces = text.split("\\n")
-    lines = [_unescaped(piece) for piece in pieces if piece.strip()]
-    if len(lines) < 2 or not any(engine_says(line.lstrip()) for line in lines[1:]):
-        return None
-    return lines
-
-
-def _unescaped(piece: str) -> str:
-    try:
-        return str(json.loads(f'"{piece}"'))
-    except ValueError:
-        return piece
 
 
 def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
@@ -335,56 +298,3 @@ def _hms(time: str) -> tuple[int, int, int]:
 
 def _micro(frac: str | None) -> int:
     return int(frac[:6].ljust(6, "0")) if frac else 0
-
-
-class Clock:
-    """Turns partial timestamps into datetimes, borrowing what they omit from earlier lines.
-
-    vLLM and journalctl print no year and old SGLang prints only the time of day; the missing
-    parts come from the last complete timestamp, else from `year` (the caller may know it:
-    the file's mtime, today), else 1900-01-01. A time-only stamp that jumps back by more than
-    12 hours has crossed midnight.
-    """
-
-    def __init__(self, year: int | None = None) -> None:
-        self.last: datetime | None = None
-        self._year = year
-        self._cache: tuple[RawStamp, datetime] | None = None
-
-    def resolve(self, raw: RawStamp | None) -> datetime | None:
-        if raw is None:
-            return None
-        if self._cache is not None and self._cache[0] == raw:
-            return self._cache[1]
-        moment = self._build(raw)
-        if moment is not None:
-            self.last = moment
-            self._cache = (raw, moment)
-        return moment
-
-    def _build(self, raw: RawStamp) -> datetime | None:
-        year, month, day, hour, minute, second, micro = raw
-        try:
-            if year is not None and month is not None and day is not None:
-                self._year = year
-                return datetime(year, month, day, hour, minute, second, micro)
-            if month is not None and day is not None:
-                return datetime(
-                    self._guess_year(month, day), month, day, hour, minute, second, micro
-                )
-            return self._time_only(hour, minute, second, micro)
-        except ValueError:  # an impossible date is noise, not a reason to fail the scan
-            return None
-
-    def _guess_year(self, month: int, day: int) -> int:
-        year = self._year or (self.last.year if self.last else 1900)
-        if (month, day) == (2, 29) and not calendar.isleap(year):
-            return 2000
-        return year
-
-    def _time_only(self, hour: int, minute: int, second: int, micro: int) -> datetime:
-        base = self.last or datetime(self._year or 1900, 1, 1)
-        moment = base.replace(hour=hour, minute=minute, second=second, microsecond=micro)
-        if self.last is not None and moment < self.last - timedelta(hours=12):
-            moment += timedelta(days=1)
-        return moment

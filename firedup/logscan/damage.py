@@ -1,0 +1,55 @@
+"""A line's text recovered from what a paste or a collector did to it, beyond prefixes.
+
+docker's json-file driver keeps each line as a JSON record (`cat *-json.log`); a page scraped
+as text keeps HTML entities (`&quot;`); a log dumped as a JSON string (a notebook's cell, an
+API's error body) joins its lines with a literal `\\n` and escapes its quotes. Each is undone
+by its shape, before the prefixes are peeled (normalize.py).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Callable
+
+_ENTITY = re.compile(r"&(?:quot|amp|lt|gt|apos|#\d{1,5}|#x[0-9a-fA-F]{1,4});")
+_RFC3339 = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)")
+
+
+def unescape_entities(text: str) -> str:
+    """HTML entities read as their characters; a bare `&` (a URL's query) is kept."""
+    return _ENTITY.sub(lambda match: html.unescape(match.group()), text)
+
+
+def docker_record(text: str) -> str:
+    """docker's json-file record (`{"log":"...\\n","stream":"stderr","time":"..."}`) as the
+    line it holds behind its time, as `docker logs --timestamps` shows it; a redrawn bar is
+    its last redraw, what a terminal shows."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(record, dict) or not isinstance(record.get("log"), str):
+        return text
+    line = record["log"].rstrip("\r\n").rsplit("\r", 1)[-1]
+    time = record.get("time")
+    return f"{time} {line}" if isinstance(time, str) and _RFC3339.fullmatch(time) else line
+
+
+def json_dumped(text: str, plain: Callable[[str], bool]) -> list[str] | None:
+    """A log dumped as a JSON string (lines joined by a literal `\\n`, quotes escaped), as
+    its lines; None unless one of them, after the first, is plainly the engine's (a message's
+    own `\\n` is not a log's)."""
+    pieces = text.split("\\n")
+    lines = [_unescaped(piece) for piece in pieces if piece.strip()]
+    if len(lines) < 2 or not any(plain(line.lstrip()) for line in lines[1:]):
+        return None
+    return lines
+
+
+def _unescaped(piece: str) -> str:
+    try:
+        return str(json.loads(f'"{piece}"'))
+    except ValueError:
+        return piece
