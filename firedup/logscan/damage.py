@@ -53,3 +53,19 @@ def _unescaped(piece: str) -> str:
         return str(json.loads(f'"{piece}"'))
     except ValueError:
         return piece
+
+
+# Where a traceback glued onto one line (a comment box, a chat that dropped newlines) had its
+# lines: its header, each frame, its exception line.
+_GLUED = re.compile(
+    r" +(?=Traceback \(most recent call last\):|File \"[^\"]+\", line \d+"
+    r"|(?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout): )"
+)
+
+
+def glued_traceback(text: str) -> list[str] | None:
+    """A traceback glued onto one line, as its lines; None when the line holds none."""
+    if text.count('File "') < 2 and "Traceback (most recent call last):" not in text[1:]:
+        return None
+    lines = [piece for piece in _GLUED.split(text) if piece]
+    return lines if len(lines) > 1 else None

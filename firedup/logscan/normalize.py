@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from firedup.logscan.clock import Clock, RawStamp
-from firedup.logscan.damage import docker_record, json_dumped, unescape_entities
+from firedup.logscan.damage import docker_record, glued_traceback, json_dumped, unescape_entities
 from firedup.logscan.harmless import is_routine
 from firedup.logscan.signatures import EXCEPTION_LINE
 
@@ -214,7 +214,7 @@ def split_records(text: str) -> list[str]:
             starts.append(match.start())
         last_end = match.end()
     if len(starts) < 2:
-        return [text]
+        return glued_traceback(text) or [text]
     bounds = [0, *starts] if starts[0] else starts
     ends = [*bounds[1:], len(text)]
     return [text[a:b] for a, b in zip(bounds, ends) if text[a:b].strip()]  # noqa: B905 (3.8)

@@ -148,3 +148,21 @@ def test_a_hard_wrap_inside_the_engine_prefix_leaves_a_prefix_and_its_tail() -> 
         ), tail
     for kept in ("12 workers] started", "see utils.py line 3] x", "Killed"):
         assert parse_line(kept).message == kept
+
+
+def test_a_traceback_glued_onto_one_line_is_cut_before_its_header_frames_and_exception() -> None:
+    # fixture: traceback_glued_onto_one_line_cut
+    glued = (
+        "    return f(x) Traceback (most recent call last): "
+        'File "/x/a.py", line 3, in <module> main() File "/x/b.py", line 9, in main '
+        "raise ValueError(x) ValueError: Bfloat16 is only supported on GPUs"
+    )
+    assert split_records(glued) == [
+        "    return f(x)",
+        "Traceback (most recent call last):",
+        'File "/x/a.py", line 3, in <module> main()',
+        'File "/x/b.py", line 9, in main raise ValueError(x)',
+        "ValueError: Bfloat16 is only supported on GPUs",
+    ]
+    message = "RuntimeError: engine died: ValueError: bad value " + "x" * 200
+    assert split_records(message) == [message]  # no traceback in it: an exception's own chain

@@ -58,7 +58,7 @@ KNOWN_BREAKS = {
     "trailing": 1,  # blind3's quoted console: a viewer's column read as a wrapper's end
     "json_dumped": 10,  # a dumped piece under 200 characters is not searched for lines
     "stamp_after": 1,  # vLLM's launch banner behind a logger's name no longer starts a launch
-    "glued": 17,  # a traceback glued into one line is no longer a traceback's lines
+    "glued": 12,  # lines with no traceback in them glued (`... # CPU blocks: 327 Killed`)
     "cut_half": 5,
     "cut_to_evidence": 19,
 }
