@@ -46,7 +46,7 @@ _WRAPPER = re.compile(
     # and a space is the program's own format (Python logging's asctime, KServe's): kept.
     r"|(?P<viewer>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\t"
     # A Markdown quote around the paste, and the blank columns a viewer's copy leaves.
-    r"|(?P<quote>>[ \t]+)"
+    r"|(?P<quote>>(?:[ \t]*\t[ \t]*|[ \t]))"  # blanks with a tab: a viewer's; spaces: the log's
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")

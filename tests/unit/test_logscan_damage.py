@@ -166,3 +166,10 @@ def test_a_traceback_glued_onto_one_line_is_cut_before_its_header_frames_and_exc
     ]
     message = "RuntimeError: engine died: ValueError: bad value " + "x" * 200
     assert split_records(message) == [message]  # no traceback in it: an exception's own chain
+
+
+def test_a_quote_is_one_blank_and_the_indentation_behind_it_is_the_logs() -> None:
+    # fixture: quoted_usage_dump_cut_both_ends
+    usage = "                     [--max-model-len MAX_MODEL_LEN]"
+    assert parse_line("> " + usage).message == usage
+    assert parse_line(">\t \t2026-05-20 10:14:03\tKilled").message == "Killed"  # a viewer's tabs
