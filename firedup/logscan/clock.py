@@ -1,13 +1,44 @@
-"""Partial timestamps made whole: what a line's stamp omits is borrowed from earlier lines."""
+"""Timestamps: a stamp's text parsed once, and partial stamps made whole by borrowing what they
+omit from earlier lines."""
 
 from __future__ import annotations
 
 import calendar
 from datetime import datetime, timedelta
+from functools import lru_cache
 from typing import Optional, Tuple  # noqa: UP035 - RawStamp is built at runtime on 3.8
 
 # (year, month, day, hour, minute, second, microsecond); None where the log omits it.
 RawStamp = Tuple[Optional[int], Optional[int], Optional[int], int, int, int, int]  # noqa: UP006, UP045
+
+
+@lru_cache(maxsize=64)  # neighbouring lines share their second: parse each stamp once
+def stamp_of(date: str | None, time: str, frac: str | None) -> RawStamp:
+    if date is None:
+        return (None, None, None, *hms(time), _micro(frac))
+    year, month, day = date.split("-")
+    return (int(year), int(month), int(day), *hms(time), _micro(frac))
+
+
+@lru_cache(maxsize=64)
+def month_day_stamp(month_day: str, time: str, frac: str | None) -> RawStamp:
+    month, day = month_day.split("-")
+    return (None, int(month), int(day), *hms(time), _micro(frac))
+
+
+def iso_stamp(text: str) -> RawStamp:
+    date, _, rest = text.partition("T")
+    time, _, frac = rest.partition(".")
+    return stamp_of(date, time, frac or None)
+
+
+def hms(time: str) -> tuple[int, int, int]:
+    hour, minute, second = time.split(":")
+    return int(hour), int(minute), int(second)
+
+
+def _micro(frac: str | None) -> int:
+    return int(frac[:6].ljust(6, "0")) if frac else 0
 
 
 class Clock:

@@ -37,15 +37,21 @@ def docker_record(text: str) -> str:
     return f"{time} {line}" if isinstance(time, str) and _RFC3339.fullmatch(time) else line
 
 
-def json_dumped(text: str, plain: Callable[[str], bool]) -> list[str] | None:
+def json_dumped(
+    text: str, record: Callable[[str], bool], plain: Callable[[str], bool]
+) -> list[str] | None:
     """A log dumped as a JSON string (lines joined by a literal `\\n`, quotes escaped), as
-    its lines; None unless one of them, after the first, is plainly the engine's (a message's
-    own `\\n` is not a log's)."""
+    its lines; None unless a line after the first is an engine record (`record`), or the first
+    is none and a later one is plainly the engine's (a traceback line): a record's own string
+    (a prompt logged with its newlines, even one holding a traceback) is not a log."""
     pieces = text.split("\\n")
     lines = [_unescaped(piece) for piece in pieces if piece.strip()]
-    if len(lines) < 2 or not any(plain(line.lstrip()) for line in lines[1:]):
+    if len(lines) < 2:
         return None
-    return lines
+    later = lines[1:]
+    if any(map(record, later)) or (not record(lines[0]) and any(map(plain, later))):
+        return lines
+    return None
 
 
 def _unescaped(piece: str) -> str:

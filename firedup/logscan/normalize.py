@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 from typing import NamedTuple
 
-from firedup.logscan.clock import Clock, RawStamp
+from firedup.logscan.clock import Clock, RawStamp, hms, iso_stamp, month_day_stamp, stamp_of
 from firedup.logscan.damage import docker_record, glued_traceback, json_dumped, unescape_entities
 from firedup.logscan.harmless import is_routine
 from firedup.logscan.signatures import EXCEPTION_LINE
@@ -83,6 +82,7 @@ _RECORD = re.compile(
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _RECORD_HINT = re.compile(r"pid=|\[\d{4}-\d\d-\d\d |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-")
+_LOOK = 160  # a record behind a wrapper starts this near the line's start
 FLATTENED_MIN_CHARS = 200  # shorter lines hold one record; only long ones are searched
 
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -204,7 +204,7 @@ def _embedded(text: str) -> str | None:
 def split_records(text: str) -> list[str]:
     """A flattened line cut into its records; a line of one record comes back whole."""
     if "\\n" in text:
-        lines = json_dumped(text, engine_says)
+        lines = json_dumped(text, _has_record, _plain_piece)
         if lines is not None:
             return lines
     starts = []
@@ -214,24 +214,33 @@ def split_records(text: str) -> list[str]:
             starts.append(match.start())
         last_end = match.end()
     if len(starts) < 2:
-        return glued_traceback(text) or [text]
+        # a record's message may hold a traceback as text (a prompt logged): not glued lines
+        return (None if starts and starts[0] < _LOOK else glued_traceback(text)) or [text]
     bounds = [0, *starts] if starts[0] else starts
     ends = [*bounds[1:], len(text)]
     return [text[a:b] for a, b in zip(bounds, ends) if text[a:b].strip()]  # noqa: B905 (3.8)
 
 
+def _has_record(piece: str) -> bool:
+    return _RECORD.search(piece, 0, _LOOK) is not None
+
+
+def _plain_piece(piece: str) -> bool:
+    return engine_says(parse_line(piece).message.lstrip())
+
+
 def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
     if match.group("docker"):
-        return _iso_stamp(match.group("docker"))
+        return iso_stamp(match.group("docker"))
     if match.group("viewer"):
-        return _iso_stamp(match.group("viewer").replace(" ", "T"))
+        return iso_stamp(match.group("viewer").replace(" ", "T"))
     if match.group("jiso"):
-        return _iso_stamp(match.group("jiso"))
+        return iso_stamp(match.group("jiso"))
     if match.group("jmon"):
         month = _MONTHS.get(match.group("jmon")[:3].capitalize())
         if month is None:  # a locale's month name (`авг`): the engine's own stamp tells
             return None
-        return (None, month, int(match.group("jday")), *_hms(match.group("jtime")), 0)
+        return (None, month, int(match.group("jday")), *hms(match.group("jtime")), 0)
     return None
 
 
@@ -244,23 +253,23 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     if head == "[":
         match = _SGLANG.match(text)
         if match:
-            stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
+            stamp = stamp_of(match.group("date"), match.group("time"), match.group("frac"))
             ranks = match.group("ranks").strip() or ranks
             text = text[match.end() :]
             head = text[:1]
     elif head.isdigit():
         match = _THIRD_PARTY.match(text)
         if match:
-            stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
+            stamp = stamp_of(match.group("date"), match.group("time"), match.group("frac"))
             return text[match.end() :], stamp, ranks, match.group("level")
     if head in _LEVEL_STARTS:
         match = _VLLM_LEVEL.match(text)
         if match:
             level = match.group("level")
-            stamp = _month_day_stamp(match.group("md"), match.group("time"), match.group("frac"))
+            stamp = month_day_stamp(match.group("md"), match.group("time"), match.group("frac"))
             text = text[match.end() :]
         elif (after := _STAMP_AFTER.match(text)) is not None:
-            stamp = _stamp(after.group("date"), after.group("time"), after.group("frac"))
+            stamp = stamp_of(after.group("date"), after.group("time"), after.group("frac"))
             return after.group("message"), stamp, ranks, after.group("level")
         uvicorn = _UVICORN_LEVEL.match(text) if text[:1] in _LEVEL_STARTS else None
         if uvicorn:
@@ -269,32 +278,3 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     elif (head.islower() or head.isdigit() or head == "_") and (tail := _TAIL.match(text)):
         text = text[tail.end() :]
     return text, stamp, ranks, level
-
-
-@lru_cache(maxsize=64)  # neighbouring lines share their second: parse each stamp once
-def _stamp(date: str | None, time: str, frac: str | None) -> RawStamp:
-    if date is None:
-        return (None, None, None, *_hms(time), _micro(frac))
-    year, month, day = date.split("-")
-    return (int(year), int(month), int(day), *_hms(time), _micro(frac))
-
-
-@lru_cache(maxsize=64)
-def _month_day_stamp(month_day: str, time: str, frac: str | None) -> RawStamp:
-    month, day = month_day.split("-")
-    return (None, int(month), int(day), *_hms(time), _micro(frac))
-
-
-def _iso_stamp(text: str) -> RawStamp:
-    date, _, rest = text.partition("T")
-    time, _, frac = rest.partition(".")
-    return _stamp(date, time, frac or None)
-
-
-def _hms(time: str) -> tuple[int, int, int]:
-    hour, minute, second = time.split(":")
-    return int(hour), int(minute), int(second)
-
-
-def _micro(frac: str | None) -> int:
-    return int(frac[:6].ljust(6, "0")) if frac else 0

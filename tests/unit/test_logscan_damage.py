@@ -49,14 +49,22 @@ def test_html_entities_of_a_scraped_page_are_read_as_their_characters() -> None:
 
 def test_a_json_dumped_log_is_cut_at_its_literal_newlines_only_when_it_holds_lines() -> None:
     # fixture: json_dumped_log_literal_newlines_killed
-    dumped = json.dumps('INFO 04-12 09:15:52 gpu_executor.py:94] "x"\nKilled\n  File "a.py"')
-    assert split_records(dumped[1:-1]) == [
-        'INFO 04-12 09:15:52 gpu_executor.py:94] "x"',
-        "Killed",
+    record = 'INFO 04-12 09:15:52 gpu_executor.py:94] "x"'
+    dumped = json.dumps(f"{record}\n{record}\nKilled")[1:-1]
+    assert split_records(dumped) == [record, record, "Killed"]
+    traceback = json.dumps('Traceback (most recent call last):\n  File "a.py"\nKeyError: 1')
+    assert split_records(traceback[1:-1] + " " * 200) == [
+        "Traceback (most recent call last):",
         '  File "a.py"',
+        "KeyError: 1" + " " * 200,
     ]
     message = "ValueError: chat_template='{% for m in messages %}\\n{{ m }}\\n{% endfor %}' " * 3
     assert split_records(message) == [message]  # a message's own \n: no line behind it
+    prompt = (
+        "INFO 04-12 09:16:01 logger.py:37] Received request cmpl-1: prompt: 'Fix this:\\n"
+        'Traceback (most recent call last):\\n  File "a.py", line 1\\nKeyError: 1\' ' + "x" * 90
+    )
+    assert split_records(prompt) == [prompt]  # a record's own string: not a log
 
 
 def test_journalctl_precise_stamps_are_its_prefix() -> None:

@@ -56,7 +56,7 @@ KNOWN_BREAKS = {
     "compose+wrap100": 5,
     "wrap80_indented": 28,
     "trailing": 1,  # blind3's quoted console: a viewer's column read as a wrapper's end
-    "json_dumped": 10,  # a dumped piece under 200 characters is not searched for lines
+    "json_dumped": 9,  # a dumped piece under 200 characters is not searched for lines
     "stamp_after": 1,  # vLLM's launch banner behind a logger's name no longer starts a launch
     "glued": 12,  # lines with no traceback in them glued (`... # CPU blocks: 327 Killed`)
     "cut_half": 5,
