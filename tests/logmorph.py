@@ -324,16 +324,20 @@ def glued(data: bytes) -> bytes:
     return _join([" ".join(line.strip() for line in _lines(data) if line.strip())])
 
 
-def hard_wrap_indented(width: int) -> Transform:
-    """A terminal or a viewer wrapping at `width` with the continuation indented (rich, a
-    pager with a hanging indent)."""
+def hard_wrap_indented(width: int, indent: str = "  ") -> Transform:
+    """A terminal or a viewer wrapping at `width` with the continuation indented inside the
+    same width (rich's console, a pager with a hanging indent)."""
 
     def apply(data: bytes) -> bytes:
         out: list[str] = []
-        for line in hard_wrap(width)(data).decode().split("\n")[:-1]:
-            out.append(line)
-        originals = set(_lines(data))
-        return _join([line if line in originals else "  " + line for line in out])
+        for line in _lines(data):
+            if "\r" in line or len(line) <= width:
+                out.append(line)
+                continue
+            out.append(line[:width])
+            step = width - len(indent)
+            out.extend(indent + line[at : at + step] for at in range(width, len(line), step))
+        return _join(out)
 
     return apply
 

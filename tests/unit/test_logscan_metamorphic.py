@@ -54,7 +54,7 @@ KNOWN_BREAKS = {
     "wrap100": 9,
     "wrap120": 2,
     "compose+wrap100": 5,
-    "wrap80_indented": 28,
+    "wrap80_indented": 23,
     "trailing": 1,  # blind3's quoted console: a viewer's column read as a wrapper's end
     "json_dumped": 9,  # a dumped piece under 200 characters is not searched for lines
     "stamp_after": 1,  # vLLM's launch banner behind a logger's name no longer starts a launch
