@@ -50,13 +50,13 @@ KNOWN_BREAKS = {
     "srun+rank": 4,
     "elastic_default": 5,
     # joining a hard-wrapped line is the scanner's (scanner.py, failures.py): see the docs
-    "wrap80": 17,
+    "wrap80": 16,
     "wrap100": 9,
     "wrap120": 2,
     "compose+wrap100": 5,
-    "wrap80_indented": 23,
+    "wrap80_indented": 24,
     "trailing": 1,  # blind3's quoted console: a viewer's column read as a wrapper's end
-    "json_dumped": 9,  # a dumped piece under 200 characters is not searched for lines
+    "json_dumped": 8,  # a dumped piece under 200 characters is not searched for lines
     "stamp_after": 1,  # vLLM's launch banner behind a logger's name no longer starts a launch
     "glued": 12,  # lines with no traceback in them glued (`... # CPU blocks: 327 Killed`)
     "cut_half": 5,
