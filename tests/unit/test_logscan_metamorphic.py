@@ -49,7 +49,7 @@ KNOWN_BREAKS = {
     "compose+torchserve": 4,
     "srun+rank": 4,
     "elastic_default": 5,
-    # joining a hard-wrapped line is the scanner's (scanner.py, failures.py): see the docs
+    # hard wraps: unwrap.py joins them once the scanner feeds it (the lead's patch, the docs)
     "wrap80": 16,
     "wrap100": 9,
     "wrap120": 2,
