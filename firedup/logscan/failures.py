@@ -28,7 +28,13 @@ from datetime import datetime
 
 from firedup.logscan.context import quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
-from firedup.logscan.harmless import handler_log, harmless_across, is_harmless, is_routine
+from firedup.logscan.harmless import (
+    engine_loop_died,
+    handler_log,
+    harmless_across,
+    is_harmless,
+    is_routine,
+)
 from firedup.logscan.model import Event, EventKind, Reason, Verdict
 from firedup.logscan.normalize import Line
 from firedup.logscan.phases import PhaseRules
@@ -45,6 +51,7 @@ VALIDATION_ERROR = re.compile(r"\s*(?:Value error|Assertion failed), \S")
 CANDIDATE_LINES = 30  # how far back a warning's named cause explains a generic failure
 _JOIN_MIN_CHARS = 60  # a shorter line was not hard-wrapped
 _JOIN_CHARS = 200
+_LOOP_DIED = Match(Reason.CRASH, strong=True)  # harmless.engine_loop_died
 
 
 def _exception_text(text: str) -> bool:
@@ -78,6 +85,8 @@ class FailureRules(PhaseRules):
             self._warn(line, now, out)
             return False
         match, joined = self._signature(message)
+        if match is None and engine_loop_died(line.text, line.level):
+            match = _LOOP_DIED
         if match is None and not exception:
             return False  # frames only hint at a cause: see evidence.Tracebacks
         if not exception and is_harmless(joined):  # a wrapped line is harmless as a whole

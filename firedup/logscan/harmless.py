@@ -42,7 +42,8 @@ ROUTINE = (
 
 # A server answering requests: a log that starts here shows a server that was ready.
 # Metadata endpoints (`/v1/models`, `/metrics`, `/health` answered 503...) are served by the
-# HTTP side alone, before the engine is ready: they prove nothing.
+# HTTP side alone, before the engine is ready: they prove nothing. A request posted and
+# answered 500 reached a handler: the engine is up, or was (its death, if any, is its own line).
 # Also a request's own log line (SGLang's `--log-requests`: `Receive: obj=GenerateReqInput(`,
 # tokenizer_manager.py), a batch line behind a rank tag left on it (`[TP0] Decode batch`), an
 # access line shortened without its protocol (`"POST /v1/chat/completions" 200 OK`), and a KV
@@ -55,6 +56,9 @@ SERVING = re.compile(
     r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /(?!(?:v1/)?models\b|metrics\b|version\b|ping\b'
     r"|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S*(?: HTTP/[\d.]+)?"
     r'" [234]\d\d'
+    # A request posted and failed inside its handler (500): it reached the engine. A 503 is
+    # a server (or a proxy) refusing it unserved; a GET may be a health check.
+    r'|"POST /(?!health\b)\S*(?: HTTP/[\d.]+)?" 500\b'
     r"|^(?:\[(?:TP\d+|gpu(?:_id)?=\d+)\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
     r"|new fill batch\. #seq: \d"  # its words alone: behind any tag a one-line paste kept
     r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
@@ -86,7 +90,13 @@ _REQUEST_LOG = (
     # record, entrypoints/log_utils.py OrchestratorMetrics).
     "{'type': 'request_level_metrics'",
     '{"type": "request_level_metrics"',
+    # V1's engine core failing a scheduled batch dumps it (logging_utils/dump_input.py): only
+    # requests are scheduled (start-up's dummy runs never pass there). It dies of it, too.
+    "Dumping input data for V1 LLM engine",
 )
+# V0's scheduler preempting a running request for KV cache space (core/scheduler.py
+# `_preempt`): requests were being generated.
+_PREEMPTED = "is preempted by PreemptionMode."
 _HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\]")
 _HANDLERS = (
     r"(?:create_(?:chat_completion|completion|embedding|pooling|score|rerank|transcription"
@@ -103,12 +113,26 @@ def serves_requests(text: str, message: str, level: str) -> bool:
     that reports the engine dead (a strong signature) is that failure, not a proof."""
     if "Avg prompt throughput" in message:  # its stats (vllm/v1/metrics/loggers.py): see above
         return True
-    if message.startswith(_REQUEST_LOG):
+    if message.startswith(_REQUEST_LOG) or _PREEMPTED in message:
+        return True
+    if engine_loop_died(text, level):
         return True
     if level != "ERROR" or not handler_log(text):
         return False
     fatal = match_signature(message)
     return fatal is None or not fatal.strong
+
+
+# vLLM V0's AsyncLLMEngine logs at ERROR only when its background loop, started once the
+# engine serves, has ended (engine/async_llm_engine.py `_log_task_completion`: "Engine
+# background task failed", the exception's traceback and message under the record's prefix
+# on every line; "Engine iteration timed out"): any line of it is the serving engine dying.
+_LOOP_RECORD = re.compile(r"[\[ ]async_llm_engine\.py:\d+\]")
+
+
+def engine_loop_died(text: str, level: str) -> bool:
+    """Whether a line is a record of V0's serving engine loop ending (_LOOP_RECORD)."""
+    return level == "ERROR" and "async_llm_engine.py:" in text and bool(_LOOP_RECORD.search(text))
 
 
 def handler_log(text: str) -> bool:

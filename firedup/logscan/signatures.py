@@ -51,6 +51,14 @@ _OPTION = r"\[-{1,2}\w[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]"
 
 R = Reason
 
+
+def _cut(words: str, *, keep: int) -> str:
+    """A row's words, or their first `keep` characters and more where the line ends: a paste
+    or a capture cut the line there (`Initialization failed. Ple`)."""
+    rest = "".join(f"(?:{re.escape(c)}" for c in words[keep:]) + ")?" * (len(words) - keep)
+    return f"{re.escape(words)}|{re.escape(words[:keep])}{rest}\\s*$"
+
+
 SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
     # vLLM's "max_model_len (N) is greater than the derived", a fork's "do not support
@@ -213,10 +221,11 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.CUDA_GRAPH_CAPTURE, "capture cuda graph failed", r"capture cuda graph failed"),
     S(R.WARMUP_FAILED, "warmup error", r"initialization failed\. warmup error"),
     S(R.WARMUP_FAILED, "aborting startup", r"warmup failed; aborting startup"),
+    # SGLang's (entrypoints/engine.py), whole or cut where the line (the excerpt) ends.
     S(
         R.ENGINE_INIT,
         "initialization failed",
-        r"initialization failed\. please see the error messages above",
+        _cut("initialization failed. please see the error messages above", keep=25),
     ),
     S(R.ENGINE_INIT, "initialization failed", r"engine core initialization failed"),
     S(R.ENGINE_INIT, "failed to start", r"(?:enginecore|workerproc) failed to start"),
@@ -258,6 +267,9 @@ SIGNATURES: tuple[Signature, ...] = (
     # the engine loop dies with it (AsyncLLMEngine is errored from then on).
     S(R.CRASH, "input of failed execution", r"writing input of failed execution to \S+"),
     S(R.CRASH, "error in model execution", r"error in model execution \(input dumped to"),
+    # vLLM V1's engine core failing to execute a scheduled batch (logging_utils/dump_input.py,
+    # called from core.py's execute_model): it dumps the batch, then the engine core dies.
+    S(R.CRASH, "dumping input data", r"dumping input data for v1 llm engine"),
     S(R.CRASH, "actor is dead", r"the actor is dead because its worker process has died"),
     S(R.CRASH, "crashed with exit code", r"crashed with exit code"),
     S(R.CRASH, "watchdog timeout", r"watchdog timeout \("),
