@@ -95,6 +95,10 @@ SIGNATURES: tuple[Signature, ...] = (
         r"(?:cuda|hip|npu|xpu|musa|mlu)(?: error:)? out of memory",
     ),
     W(R.OOM, "outofmemory", r"outofmemoryerror"),
+    # vllm-rbln (Rebellions NPUs): its runtime's out-of-memory errors, and the RuntimeError
+    # its worker raises from them while compiling and sizing the KV cache at start-up.
+    W(R.OOM, "sys_e", r"sys_e(?:nomem: out of memory|busy: lack of device memory)"),
+    S(R.OOM, "blocks of kv cache", r"not enough memory for \d+ blocks of kv cache"),
     S(R.NO_KERNEL_IMAGE, "no kernel image", r"no kernel image is available for execution"),
     S(R.NCCL, "watchdog caught", r"watchdog caught collective operation timeout"),
     S(
@@ -277,6 +281,9 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.CRASH, "terminate called", r"terminate called after throwing"),
     W(R.CRASH, "illegal memory access", r"an illegal memory access was encountered"),
     W(R.CRASH, "device-side assert", r"device-side assert"),
+    # torch_npu's error when an Ascend operator call fails (CANN then logs `PTA call acl api
+    # failed` and its EZ/EE code): the NPU's runtime error, as an illegal memory access is CUDA's.
+    W(R.CRASH, "npu function error", r"npu function error: call \w+ failed, error code is \d+"),
     S(R.KILLED, "received sigquit from a child", r"received sigquit from a child"),
     S(R.KILLED, "sigquit received", r"sigquit received"),
     S(R.KILLED, "scheduler is dead", r"scheduler is dead"),

@@ -147,3 +147,41 @@ def test_sglangs_initialization_failed_is_read_whole_or_cut_at_the_lines_end(mes
 )
 def test_a_cut_must_keep_enough_words_and_end_the_line(message: str) -> None:
     assert match_signature(message) is None
+
+
+# -- an accelerator's runtime out of memory or failing an operator (vllm/rbln_worker_kv_
+# cache_blocks_do_not_fit, sglang/ascend_operator_call_failed_excerpt) ----------------------
+
+
+def test_vllm_rblns_kv_cache_blocks_that_do_not_fit_are_an_oom_wherever_they_appear() -> None:
+    words = "Not enough memory for 24 blocks of KV cache. Try reducing the number of blocks"
+    match = match_signature(words)
+    assert match is not None and match.reason is Reason.OOM and match.strong
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "RuntimeError: SYS_EBUSY: Lack of device memory. (code: -16)",
+        "RuntimeError: SYS_ENOMEM: Out of memory",
+    ],
+)
+def test_the_rbln_runtimes_memory_errors_name_an_oom_in_an_exception(line: str) -> None:
+    match = match_signature(line)
+    assert match is not None and match.reason is Reason.OOM and not match.strong
+    assert _read(f"{line}\n".encode()) == (Verdict.FAILED, Phase.LAUNCHING, Reason.OOM)
+
+
+_NPU = (
+    "RuntimeError: gather_out:build/CMakeFiles/torch_npu.dir/compiler_depend.ts:41 NPU function "
+    "error: call aclnnGather failed, error code is 561103"
+)
+
+
+def test_an_ascend_operator_call_failing_is_a_crash_while_starting() -> None:
+    assert _read(f"{_NPU}\n".encode()) == (Verdict.FAILED, Phase.LAUNCHING, Reason.CRASH)
+
+
+def test_an_ascend_operator_call_failing_after_ready_is_one_requests_error() -> None:
+    ready = b"[2025-10-02 09:40:00] The server is fired up and ready to roll!\n"
+    assert _read(ready + f"{_NPU}\n".encode())[0] is Verdict.READY
