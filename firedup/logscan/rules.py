@@ -161,7 +161,8 @@ MARKERS: tuple[Marker, ...] = (
         _re(r"^(?:Starting sampler warmup|Sampler warmup completed)"),
     ),
     Marker("[Warmup][", Phase.CUDA_GRAPH, _re(r"^\[Warmup\]\[[\w/ ]+\]\[\d+/\d+\] batch_size:\d")),
-    Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
+    # vllm-omni's diffusion server says it at the same place (once the engine is built).
+    Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:Diffusion )?(?:API )?server")),
     # Past its startup: V0's MQLLMEngine entering its loop (engine/multiprocessing/engine.py
     # `run_engine_loop`, once the API server's client is up).
     Marker("Starting Engine Loop", Phase.HTTP_UP),

@@ -185,3 +185,20 @@ def test_an_ascend_operator_call_failing_is_a_crash_while_starting() -> None:
 def test_an_ascend_operator_call_failing_after_ready_is_one_requests_error() -> None:
     ready = b"[2025-10-02 09:40:00] The server is fired up and ready to roll!\n"
     assert _read(ready + f"{_NPU}\n".encode())[0] is Verdict.READY
+
+
+# -- vllm-omni's diffusion server coming up (vllm/omni_diffusion_api_server_starting) -------
+
+
+@pytest.mark.parametrize(
+    "words",
+    ["Starting vLLM API server on http://0.0.0.0:8000", "Starting vLLM Diffusion API server on x"],
+)
+def test_vllm_and_vllm_omni_starting_their_api_server_is_http_up(words: str) -> None:
+    log = f"INFO 03-05 11:19:22 [api_server.py:95] {words}\n".encode()
+    assert _read(log) == (Verdict.STARTING, Phase.HTTP_UP, None)
+
+
+def test_another_vllm_thing_starting_is_no_api_server() -> None:
+    log = b"INFO 03-05 11:19:22 [x.py:1] Starting vLLM Diffusion worker 0\n"
+    assert _read(log)[1] is not Phase.HTTP_UP
