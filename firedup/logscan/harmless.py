@@ -127,7 +127,9 @@ def serves_requests(text: str, message: str, level: str) -> bool:
 # engine serves, has ended (engine/async_llm_engine.py `_log_task_completion`: "Engine
 # background task failed", the exception's traceback and message under the record's prefix
 # on every line; "Engine iteration timed out"): any line of it is the serving engine dying.
-_LOOP_RECORD = re.compile(r"[\[ ]async_llm_engine\.py:\d+\]")
+# The record's source as vLLM's format puts it (`[async_llm_engine.py:68]`, older releases
+# without the bracket) or another logging format does (`-- /x/vllm/engine/async_llm_engine.py:68`).
+_LOOP_RECORD = re.compile(r"[\[ /]async_llm_engine\.py:\d+\b")
 
 
 def engine_loop_died(text: str, level: str) -> bool:

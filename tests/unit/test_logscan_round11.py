@@ -202,3 +202,9 @@ def test_vllm_and_vllm_omni_starting_their_api_server_is_http_up(words: str) -> 
 def test_another_vllm_thing_starting_is_no_api_server() -> None:
     log = b"INFO 03-05 11:19:22 [x.py:1] Starting vLLM Diffusion worker 0\n"
     assert _read(log)[1] is not Phase.HTTP_UP
+
+
+def test_the_engine_loops_record_behind_another_logging_format_is_the_same() -> None:
+    line = "ERROR vllm:   [2024-03-20 04:18:14,123] -- /v/vllm/engine/async_llm_engine.py:68"
+    assert engine_loop_died(line, "ERROR")
+    assert not engine_loop_died('  File "/v/vllm/engine/async_llm_engine.py", line 68', "ERROR")
