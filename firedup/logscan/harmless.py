@@ -61,6 +61,9 @@ SERVING = re.compile(
     r'|"POST /(?!health\b)\S*(?: HTTP/[\d.]+)?" 500\b'
     r"|^(?:\[(?:TP\d+|gpu(?:_id)?=\d+)\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
     r"|new fill batch\. #seq: \d"  # its words alone: behind any tag a one-line paste kept
+    # SGLang's scheduler retracting running requests when decoding ran out of KV cache
+    # (scheduler.py, its back-pressure: the requests are put back, none is lost).
+    r"|^Decode out of memory happened\. #retracted_reqs: \d"
     r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
     r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"

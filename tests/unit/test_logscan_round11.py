@@ -208,3 +208,17 @@ def test_the_engine_loops_record_behind_another_logging_format_is_the_same() -> 
     line = "ERROR vllm:   [2024-03-20 04:18:14,123] -- /v/vllm/engine/async_llm_engine.py:68"
     assert engine_loop_died(line, "ERROR")
     assert not engine_loop_died('  File "/v/vllm/engine/async_llm_engine.py", line 68', "ERROR")
+
+
+# -- SGLang retracting requests while decoding (sglang/decode_retracts_requests_excerpt) -----
+
+
+def test_sglang_retracting_decoding_requests_shows_serving_and_no_failure() -> None:
+    line = b"[2025-05-01 10:14:07 TP0] Decode out of memory happened. #retracted_reqs: 2, #n\n"
+    assert _read(line) == (Verdict.READY, Phase.READY, None)
+
+
+def test_sglangs_retraction_does_not_count_before_its_ready_line() -> None:
+    head = b"[2025-05-01 10:10:00] server_args=ServerArgs(model_path='/m')\n"
+    line = b"[2025-05-01 10:14:07 TP0] Decode out of memory happened. #retracted_reqs: 2\n"
+    assert _read(head + line)[0] is Verdict.STARTING
