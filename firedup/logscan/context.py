@@ -5,28 +5,52 @@
   no failure, and `served_model_name='The server is fired up and ready to roll!'` is not the
   ready line. A quote opens a literal only after a non-word character, so the apostrophe of
   `model's` opens nothing.
-- A stop is a stop: once the server was told to stop (uvicorn's `Shutting down`, vLLM's
-  `[shutdown] ...` lines, a process reporting the SIGTERM it received), what dies after it
-  dies of the stop. vLLM's API server then logs `EngineDeadError` for the EngineCore it just
-  stopped; that is no crash.
+- A stop is a stop: once the server was told to stop (a process reporting the SIGTERM or
+  SIGINT it received, Ctrl-C's `KeyboardInterrupt`, a batch scheduler cancelling the job,
+  uvicorn's `Shutting down`, vLLM's `[shutdown] ...` lines), what dies after it dies of the
+  stop. vLLM's API server then logs `EngineDeadError` for the EngineCore it just stopped, and
+  SGLang's watchdog `crashed with exit code -15` for a child the SIGTERM ended; no crash.
+  Order decides: an error before the stop is a failure, and failed stays failed.
 """
 
 from __future__ import annotations
 
 import re
 
+# A file hole: a writer that does not append (`>` in a second launch truncated the log and wrote
+# its own lines; the first server writes on at its own offset) leaves the bytes between as NULs.
+# What follows a hole is a later write, a story of its own.
+HOLE = b"\0" * 1024
+
 _LITERAL = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""")
 
-# A stop asked for from outside: a signal received, or the API server's own shutdown order.
+# A stop asked for from outside (the engines' released messages): a signal received (vLLM's
+# `Received SIGTERM`, `trigger received signal=SIGTERM`; SGLang's `SIGTERM received. ...
+# Draining requests and shutting down...` and the `Gracefully exiting...` that follows it), the
+# API server's shutdown order, Ctrl-C's `KeyboardInterrupt` (vLLM raises `KeyboardInterrupt:
+# terminated` on a SIGTERM during its startup), a batch scheduler cancelling the job (Slurm's
+# `*** JOB N ON host CANCELLED AT ... ***`, srun's `forcing job termination`), the shell
+# reporting its child `Terminated`, and SGLang's watchdog finding a child dead of SIGTERM or
+# SIGINT (`crashed with exit code -15`: SGLang's own clean-up kills with SIGKILL, so a -15 or
+# -2 came from outside).
 STOP_TRIGGER = re.compile(
     r"(?i)\b(?:received|receive|got|caught) (?:signal[= ]?|a )?SIG(?:TERM|INT)\b"
+    r"|\bSIG(?:TERM|INT) received\b|^Gracefully exiting\.\.\."
     r"|^\[shutdown\] API server: shutdown triggered"
+    r"|^\s*(?:\w+\.)*KeyboardInterrupt(?::|\s*$)|\bReceived KeyboardInterrupt\b"
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT (?!.*NODE FAIL)"
+    r"|^(?:srun: )?(?:forcing job termination|Job step aborted: Waiting up to \d"
+    r"|interrupt \(one more within 1 sec to abort\)|sending Ctrl-C to )"
+    r"|^(?:.*: )?line \d+: +\d+ Terminated\b|crashed with exit code -(?:15|2)\b"
 )
-# Lines of an orderly shutdown; after ready any of them means the server is being stopped.
-_SHUTDOWN = re.compile(
+# Lines of an orderly shutdown: uvicorn prints these only once its own startup completed and
+# it was told to exit, so from the HTTP side up they mean a stop; vLLM's `[shutdown] ...` lines
+# and a child's death by SIGTERM or SIGINT (`exit code: -15`) mean one after ready.
+_UVICORN_STOP = re.compile(
     r"^(?:Shutting down$|Waiting for application shutdown|Application shutdown complete"
-    r"|Finished server process|\[shutdown\] )"
+    r"|Finished server process)"
 )
+_SHUTDOWN = re.compile(r"^\[shutdown\] |\bexit ?code:? -(?:15|2)\b")
 
 
 def quoted(message: str, start: int) -> bool:
@@ -55,13 +79,19 @@ def only_quoted(message: str, needles: tuple[str, ...]) -> bool:
     return found
 
 
-_STOP_HINTS = re.compile(r"SIG|Shutting|Waiting for|Application shutdown|Finished|\[shutdown\]")
+_STOP_HINTS = re.compile(
+    r"SIG|Shutting|Waiting for|Application shutdown|Finished|\[shutdown\]|Gracefully"
+    r"|KeyboardInterrupt|CANCELLED|srun|forcing|Job step|Terminated|exit ?code:? -"
+)
 
 
-def is_stop(message: str, *, ready: bool) -> bool:
-    """Whether the line says the server is being stopped (any shutdown line once ready)."""
+def is_stop(message: str, *, ready: bool, http_up: bool = False) -> bool:
+    """Whether the line says the server is being stopped: a stop asked for from outside at any
+    time, uvicorn's shutdown once the HTTP side is up, any shutdown line once ready."""
     if _STOP_HINTS.search(message) is None:
         return False  # the common case, cheaply
     if STOP_TRIGGER.search(message):
         return True
-    return ready and _SHUTDOWN.match(message) is not None
+    if (ready or http_up) and _UVICORN_STOP.match(message) is not None:
+        return True
+    return ready and _SHUTDOWN.search(message) is not None

@@ -47,6 +47,9 @@ _JOIN_MIN_CHARS = 60  # a shorter line was not hard-wrapped
 _JOIN_CHARS = 200
 
 
+_IN_TRACEBACK = (LineKind.HEADER, LineKind.FRAME)
+
+
 def _exception_text(text: str) -> bool:
     """An exception's own line, or pydantic's line for the validator that raised."""
     return EXCEPTION_LINE.match(text) is not None or VALIDATION_ERROR.match(text) is not None
@@ -67,12 +70,17 @@ class FailureRules:
     _borrowed: bool
     _wrapped_tail: str
     _stopping: bool
+    _announced: Line | None  # `Process X:` said, its traceback's end not yet seen
 
     def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
         """Decide whether the line fails the run; True when it set or sharpened the failure."""
         message = line.message
         if self._stopping:
+            self._announced = None
             return False  # the server was told to stop: what dies now dies of the stop
+        if self._announced is not None and kind not in _IN_TRACEBACK:
+            self._fail(Reason.CRASH, self._announced, now, out, exception=False)
+            self._announced = None  # its traceback ended in a failure, not a stop
         exception = kind is LineKind.EXCEPTION
         if not exception and is_routine(message):
             if self._wrapped_tail:
@@ -91,6 +99,9 @@ class FailureRules:
         if match is not None and ready and kind is LineKind.PLAIN and self._echoed(joined):
             return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
+        if match is not None and match.announce and not exception:
+            self._announced = line  # how it died is said where its traceback ends
+            return False
         if match is not None and match.strong and not (match.report and ready):
             return self._fail(reason, line, now, out, exception=exception)
         bare = not exception and kind is LineKind.PLAIN and _exception_text(joined)
@@ -137,6 +148,8 @@ class FailureRules:
 
     def _finish_failures(self, out: list[Event]) -> None:
         """At end of file: a traceback the log ends in is the last thing a process printed."""
+        if self._announced is not None and not self._stopping:
+            self._fail(Reason.CRASH, self._announced, None, out, exception=False)
         if not self._tracebacks.dangling or self._verdict is Verdict.READY or self._stopping:
             return  # a traceback cut after a stop was asked for is the stop's
         frames = self._tracebacks.frames

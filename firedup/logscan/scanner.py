@@ -18,7 +18,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from firedup.engine import Engine
-from firedup.logscan.context import is_stop, quoted
+from firedup.logscan.context import HOLE, is_stop, quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.failures import FailureRules
 from firedup.logscan.harmless import SERVING, is_routine, request_frame, serves_requests
@@ -93,6 +93,7 @@ class LogScanner(FailureRules):
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
+        self._hole = False  # a file hole was read: what follows is a later write
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
@@ -111,6 +112,7 @@ class LogScanner(FailureRules):
         self._borrowed = False
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
+        self._announced: Line | None = None  # failures.py: a dying process's announcement
         self._undecided: Line | None = None  # an engine-dependent line read before the engine
         self._piece: Line | None = None  # the last line, when long enough to have been wrapped
 
@@ -120,7 +122,7 @@ class LogScanner(FailureRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.feed(chunk):
-            self._segment(clean(segment), events)
+            self._take(segment, events)
         return events
 
     def finish(self) -> list[Event]:
@@ -128,7 +130,7 @@ class LogScanner(FailureRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.finish():
-            self._segment(clean(segment), events)
+            self._take(segment, events)
         self._release_held(events)
         self._finish_failures(events)
         return events
@@ -140,6 +142,16 @@ class LogScanner(FailureRules):
         return self._snapshot
 
     # -- one segment -------------------------------------------------------------------------
+
+    def _take(self, segment: bytes, events: list[Event]) -> None:
+        """What follows a file hole (context.HOLE) is a later write: a new story."""
+        text = clean(segment)
+        self._hole = self._hole or (b"\0" in segment and HOLE in segment)
+        if self._hole and text.strip():
+            self._hole = False
+            self._release_held(events)  # the earlier writer's lines end before the hole
+            self._new_launch(self._clock.last)
+        self._segment(text, events)
 
     def _segment(self, text: str, events: list[Event]) -> None:
         if not text or text.isspace():
@@ -252,7 +264,8 @@ class LogScanner(FailureRules):
             self._excerpt.note(line.text, just_set=False)
             return
         if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
-            self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
+            ready, up = self._verdict is Verdict.READY, self._phase.order >= _HTTP_UP
+            self._stopping = is_stop(line.message, ready=ready, http_up=up)
         kind = self._tracebacks.see(line.text, line.message)
         if kind is LineKind.FRAME and self._in_handler(line.message):
             self._advance(Phase.READY, line.text, now, out)
