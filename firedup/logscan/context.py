@@ -27,8 +27,10 @@ _LITERAL = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""
 # A stop asked for from outside (the engines' released messages): a signal received (vLLM's
 # `Received SIGTERM`, `trigger received signal=SIGTERM`; SGLang's `SIGTERM received. ...
 # Draining requests and shutting down...` and the `Gracefully exiting...` that follows it), the
-# API server's shutdown order, Ctrl-C's `KeyboardInterrupt` (vLLM raises `KeyboardInterrupt:
-# terminated` on a SIGTERM during its startup), a batch scheduler cancelling the job (Slurm's
+# API server's shutdown order (and vLLM 0.8-0.11's `Shutting down FastAPI HTTP server`, logged
+# when its SIGINT/SIGTERM handler cancelled the server), Ctrl-C's `KeyboardInterrupt` (vLLM
+# raises `KeyboardInterrupt: terminated` on a SIGTERM during startup, V0's engine process
+# `KeyboardInterrupt: MQLLMEngine terminated`), a batch scheduler cancelling the job (Slurm's
 # `*** JOB N ON host CANCELLED AT ... ***`, srun's `forcing job termination`), the shell
 # reporting its child `Terminated`, and SGLang's watchdog finding a child dead of SIGTERM or
 # SIGINT (`crashed with exit code -15`: SGLang's own clean-up kills with SIGKILL, so a -15 or
@@ -36,7 +38,7 @@ _LITERAL = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""
 STOP_TRIGGER = re.compile(
     r"(?i)\b(?:received|receive|got|caught) (?:signal[= ]?|a )?SIG(?:TERM|INT)\b"
     r"|\bSIG(?:TERM|INT) received\b|^Gracefully exiting\.\.\."
-    r"|^\[shutdown\] API server: shutdown triggered"
+    r"|^\[shutdown\] API server: shutdown triggered|Shutting down FastAPI HTTP server"
     r"|^\s*(?:\w+\.)*KeyboardInterrupt(?::|\s*$)|\bReceived KeyboardInterrupt\b"
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT (?!.*NODE FAIL)"
     r"|^(?:srun: )?(?:forcing job termination|Job step aborted: Waiting up to \d"

@@ -17,6 +17,9 @@ Rules (engines.md §10, issue 4, issue 15):
   method 'load_model'`) is taken as that failure's cause, until the failure's own exception
   names one: SGLang prints the context-length warning even when the override allows the
   length, and a traceback starting within 30 lines of it ended in an AttributeError.
+- A process announcing the traceback it dies of (`Process EngineCore_0:`) fails the run where
+  that traceback ends, unless it ends in a stop (Ctrl-C's `KeyboardInterrupt`): the end says
+  how it died. A stop's own exception names no cause, even after a failure.
 - A message hard-wrapped over two lines is read joined when its second half starts in
   lower case after a long first half.
 """
@@ -27,7 +30,7 @@ import re
 from dataclasses import replace
 from datetime import datetime
 
-from firedup.logscan.context import quoted
+from firedup.logscan.context import is_stop, quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.harmless import harmless_across, is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
@@ -75,8 +78,8 @@ class FailureRules:
     def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
         """Decide whether the line fails the run; True when it set or sharpened the failure."""
         message = line.message
-        if self._stopping:
-            self._announced = None
+        if self._stopping or (kind is LineKind.EXCEPTION and is_stop(message, ready=False)):
+            self._announced = None  # Ctrl-C's KeyboardInterrupt names no cause, even after one
             return False  # the server was told to stop: what dies now dies of the stop
         if self._announced is not None and kind not in _IN_TRACEBACK:
             self._fail(Reason.CRASH, self._announced, now, out, exception=False)

@@ -257,7 +257,6 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "died during initialization", r"scheduler died during initialization"),
     S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
     S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
-    W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
 )
 
 # A traceback's frame line. Users often paste a traceback without its header: frames (and the

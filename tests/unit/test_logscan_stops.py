@@ -48,6 +48,9 @@ def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
         "KeyboardInterrupt",
         "KeyboardInterrupt: terminated",
         "Received KeyboardInterrupt, shutting down API servers...",
+        "KeyboardInterrupt: MQLLMEngine terminated",  # V0's engine process on SIGTERM
+        "Shutting down FastAPI HTTP server.",  # 0.8-0.11: its signal handler cancelled it
+        "[shutdown] API server: shutting down FastAPI HTTP server",
         # Slurm cancelling the job or step, srun on Ctrl-C; the shell reporting a TERMed child
         "slurmstepd: error: *** JOB 81234 ON gpu-a12 CANCELLED AT 2026-05-04T10:00:27 ***",
         "*** STEP 81234.0 ON gpu-a12 CANCELLED AT 2026-05-04T10:00:27 DUE TO TIME LIMIT ***",
@@ -90,6 +93,14 @@ def test_uvicorn_shutdown_is_a_stop_once_the_http_side_is_up() -> None:
     stop = b"[2026-05-04 09:00:32] INFO:     Shutting down\n"
     assert _read(SGL_UP + stop + warmup) == (Verdict.STARTING, Phase.HTTP_UP, None)
     assert _read(SGL_UP + warmup)[2] is Reason.WARMUP_FAILED
+
+
+def test_vllm_fastapi_shutdown_is_the_stop_its_engine_death_follows() -> None:
+    # vllm/v010_ctrl_c_after_ready_fastapi_shutdown_then_engine_core_died
+    stop = b"INFO 05-04 10:04:00 [launcher.py:101] Shutting down FastAPI HTTP server.\n"
+    died = b"ERROR 05-04 10:04:00 [core_client.py:562] Engine core proc EngineCore_0 died unexpectedly, shutting down client.\n"  # noqa: E501
+    assert _read(VLLM_READY + stop + died)[0] is Verdict.READY
+    assert _read(VLLM_READY + died + stop)[0] is Verdict.FAILED  # the death came first
 
 
 def test_a_childs_death_by_sigterm_after_ready_is_the_stop() -> None:
@@ -151,9 +162,11 @@ def test_ctrl_c_or_sigterm_during_startup_is_a_stop_not_a_kill() -> None:
     dead = b"ERROR 05-04 10:00:28 [multiproc_executor.py:149] Worker proc VllmWorker-1 died unexpectedly, shutting down executor.\n"  # noqa: E501
     terminated = SGL_LOADING + tb + b"KeyboardInterrupt: terminated\n" + dead
     assert _read(terminated)[0] is Verdict.STARTING
-    # an error before the Ctrl-C is still the failure
+    # an error before the Ctrl-C is still the failure, and the Ctrl-C names no cause for it
     oom = b"torch.OutOfMemoryError: CUDA out of memory.\n"
     assert _read(SGL_LOADING + tb + oom + tb + b"KeyboardInterrupt\n")[2] is Reason.OOM
+    init = b"ERROR 05-04 10:00:28 [core.py:700] EngineCore failed to start.\n"
+    assert _read(SGL_LOADING + init + tb + b"KeyboardInterrupt\n")[2] is Reason.ENGINE_INIT
 
 
 def test_slurm_cancelling_the_job_stops_the_run() -> None:
