@@ -55,6 +55,22 @@ _UVICORN_STOP = re.compile(
 _SHUTDOWN = re.compile(r"^\[shutdown\] |\bexit ?code:? -(?:15|2)\b")
 
 
+# An HTTP client's error on a server's health or metadata route (`requests.exceptions.HTTPError:
+# 503 Server Error: Service Unavailable for url: http://localhost:30000/health`, `Max retries
+# exceeded with url: /v1/models (... Connection refused)`, urllib's `HTTP Error 503: Service
+# Unavailable`): a probe waiting for the server (a CI job, a readiness script; /health answers
+# 503 until ready), not the server failing. A download's error names another host's path.
+_PROBE_ERROR = re.compile(
+    r"(?:Error|Exception)\b.*\burl:? '?(?:https?://[^/\s']+)?/(?:health\w*|v1/models|ping|version"
+    r"|model_info|get_model_info|server_info|metrics|readyz?|livez?)\b|HTTP Error 503: Service Unav"
+)
+
+
+def probe_error(message: str) -> bool:
+    """Whether an exception line is a readiness probe's, not the server's (see _PROBE_ERROR)."""
+    return "rror" in message and _PROBE_ERROR.search(message) is not None
+
+
 def quoted(message: str, start: int) -> bool:
     """Whether position `start` of the message lies inside a quoted literal."""
     if "'" not in message and '"' not in message:

@@ -30,7 +30,7 @@ import re
 from dataclasses import replace
 from datetime import datetime
 
-from firedup.logscan.context import is_stop, quoted
+from firedup.logscan.context import is_stop, probe_error, quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.harmless import harmless_across, is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
@@ -89,8 +89,8 @@ class FailureRules:
             if self._wrapped_tail:
                 self._wrapped_tail = ""
             return False
-        if kind is LineKind.IGNORED_EXCEPTION:
-            self._warn(line, now, out)
+        if kind is LineKind.IGNORED_EXCEPTION or (exception and probe_error(message)):
+            self._warn(line, now, out)  # a task cancelled, a probe that found no server yet
             return False
         match, joined = self._signature(message)
         if match is None and not exception:

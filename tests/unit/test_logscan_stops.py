@@ -206,3 +206,39 @@ def test_what_follows_a_file_hole_is_a_later_writers_story(chunk: int) -> None:
 def test_a_hole_at_the_end_or_a_few_nuls_change_nothing() -> None:
     assert _read(FAILED_LAUNCH + HOLE)[2] is Reason.PORT_IN_USE
     assert _read(FAILED_LAUNCH + b"\0" * 200 + SERVING)[2] is Reason.PORT_IN_USE
+
+
+@pytest.mark.parametrize(
+    ("exception", "probe"),
+    [
+        (
+            "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: "
+            "http://sglang-0.sglang:30000/health",
+            True,
+        ),
+        (
+            "requests.exceptions.ConnectionError: HTTPConnectionPool(host='localhost', "
+            "port=30000): Max retries exceeded with url: /v1/models (Caused by NewConnection"
+            "Error('Failed to establish a new connection: [Errno 111] Connection refused'))",
+            True,
+        ),
+        ("urllib.error.HTTPError: HTTP Error 503: Service Unavailable", True),
+        (
+            "httpx.HTTPStatusError: Server error '503 Service Unavailable' for url "
+            "'http://127.0.0.1:8000/health'",
+            True,
+        ),
+        # a download's error is the server's own failure to start
+        (
+            "requests.exceptions.HTTPError: 503 Server Error: Service Unavailable for url: "
+            "https://huggingface.co/api/models/Qwen/Qwen3-8B/revision/main",
+            False,
+        ),
+        ("OSError: [Errno 98] error while attempting to bind: address already in use", False),
+    ],
+)
+def test_a_readiness_probes_error_is_not_the_servers(exception: str, probe: bool) -> None:
+    # field/ci_job_health_probe_503_traceback_then_sglang_ready
+    tb = b'Traceback (most recent call last):\n  File "/ci/wait.py", line 21, in <module>\n'
+    verdict = _read(SGL_UP + tb + exception.encode() + b"\n")[0]
+    assert (verdict is Verdict.STARTING) is probe
