@@ -31,28 +31,33 @@ _LITERAL = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""
 # when its SIGINT/SIGTERM handler cancelled the server), Ctrl-C's `KeyboardInterrupt` (vLLM
 # raises `KeyboardInterrupt: terminated` on a SIGTERM during startup, V0's engine process
 # `KeyboardInterrupt: MQLLMEngine terminated`), a batch scheduler cancelling the job (Slurm's
-# `*** JOB N ON host CANCELLED AT ... ***`, srun's `forcing job termination`), the shell
-# reporting its child `Terminated`, and SGLang's watchdog finding a child dead of SIGTERM or
-# SIGINT (`crashed with exit code -15`: SGLang's own clean-up kills with SIGKILL, so a -15 or
-# -2 came from outside).
+# `*** JOB N ON host CANCELLED AT ... ***`; srun's `sending Ctrl-C to StepId=...`, but not its
+# `Job step aborted` or `forcing job termination`: those follow a task's failure too), and the
+# shell reporting its child `Terminated`.
 STOP_TRIGGER = re.compile(
     r"(?i)\b(?:received|receive|got|caught) (?:signal[= ]?|a )?SIG(?:TERM|INT)\b"
     r"|\bSIG(?:TERM|INT) received\b|^Gracefully exiting\.\.\."
     r"|^\[shutdown\] API server: shutdown triggered|Shutting down FastAPI HTTP server"
     r"|^\s*(?:\w+\.)*KeyboardInterrupt(?::|\s*$)|\bReceived KeyboardInterrupt\b"
-    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT (?!.*NODE FAIL)"
-    r"|^(?:srun: )?(?:forcing job termination|Job step aborted: Waiting up to \d"
-    r"|interrupt \(one more within 1 sec to abort\)|sending Ctrl-C to )"
-    r"|^(?:.*: )?line \d+: +\d+ Terminated\b|crashed with exit code -(?:15|2)\b"
+    r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT (?!.*NODE FAIL)|^(?:srun: )?sending Ctrl-C to "
+    r"|^(?:.*: )?line \d+: +\d+ Terminated\b"
 )
 # Lines of an orderly shutdown: uvicorn prints these only once its own startup completed and
 # it was told to exit, so from the HTTP side up they mean a stop; vLLM's `[shutdown] ...` lines
-# and a child's death by SIGTERM or SIGINT (`exit code: -15`) mean one after ready.
+# mean one after ready.
 _UVICORN_STOP = re.compile(
     r"^(?:Shutting down$|Waiting for application shutdown|Application shutdown complete"
     r"|Finished server process)"
 )
-_SHUTDOWN = re.compile(r"^\[shutdown\] |\bexit ?code:? -(?:15|2)\b")
+_SHUTDOWN = re.compile(r"^\[shutdown\] ")
+# A child's death by SIGTERM or SIGINT, reported on a line a signature row names: SGLang's
+# watchdog at any time (`Subprocess detokenizer (pid=N) crashed with exit code -15`: SGLang's
+# own clean-up, kill_process_tree, kills with SIGKILL, so a -15 or -2 came from outside); after
+# ready any report (`Worker proc VllmWorker-1 died unexpectedly (exit code: -15)`: the group's
+# processes get the signal at once, and a worker's death can be logged before the stop's line).
+# While starting, vLLM's own clean-up TERMs its workers after a failure: no stop then.
+_SIGNALLED = re.compile(r"crashed with exit code -(?:15|2)\b")
+_SIGNALLED_READY = re.compile(r"\bexit ?code:? -(?:15|2)\b")
 
 
 # An HTTP client's error on a server's health or metadata route (`requests.exceptions.HTTPError:
@@ -99,7 +104,7 @@ def only_quoted(message: str, needles: tuple[str, ...]) -> bool:
 
 _STOP_HINTS = re.compile(
     r"SIG|Shutting|Waiting for|Application shutdown|Finished|\[shutdown\]|Gracefully"
-    r"|KeyboardInterrupt|CANCELLED|srun|forcing|Job step|Terminated|exit ?code:? -"
+    r"|KeyboardInterrupt|CANCELLED|Ctrl-C|Terminated"
 )
 
 
@@ -112,4 +117,10 @@ def is_stop(message: str, *, ready: bool, http_up: bool = False) -> bool:
         return True
     if (ready or http_up) and _UVICORN_STOP.match(message) is not None:
         return True
-    return ready and _SHUTDOWN.search(message) is not None
+    return ready and _SHUTDOWN.match(message) is not None
+
+
+def signalled(message: str, *, ready: bool) -> bool:
+    """Whether a death report (a line a signature names) says the child died of a stop signal."""
+    pattern = _SIGNALLED_READY if ready else _SIGNALLED
+    return "code" in message and pattern.search(message) is not None

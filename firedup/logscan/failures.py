@@ -30,7 +30,7 @@ import re
 from dataclasses import replace
 from datetime import datetime
 
-from firedup.logscan.context import is_stop, probe_error, quoted
+from firedup.logscan.context import is_stop, probe_error, quoted, signalled
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.harmless import harmless_across, is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
@@ -95,10 +95,13 @@ class FailureRules:
         match, joined = self._signature(message)
         if match is None and not exception:
             return False  # frames only hint at a cause: see evidence.Tracebacks
+        ready = self._verdict is Verdict.READY
+        if match and self._verdict is not Verdict.FAILED and signalled(message, ready=ready):
+            self._stopping = True  # a child dead of SIGTERM/SIGINT: the stop reached it
+            return False
         if not exception and is_harmless(joined):  # a wrapped line is harmless as a whole
             self._warn(line, now, out)
             return False
-        ready = self._verdict is Verdict.READY
         if match is not None and ready and kind is LineKind.PLAIN and self._echoed(joined):
             return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH

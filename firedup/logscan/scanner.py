@@ -94,6 +94,7 @@ class LogScanner(FailureRules):
         self._lines = 0
         self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
         self._hole = False  # a file hole was read: what follows is a later write
+        self._nul_tail = False  # the segment still being read holds NULs
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
@@ -121,8 +122,12 @@ class LogScanner(FailureRules):
         self._bytes += len(chunk)
         self._snapshot = None
         events: list[Event] = []
+        nul = self._nul_tail or self._hole or b"\0" in chunk  # one look per chunk: cheap
+        self._nul_tail = nul and chunk[-1:] not in b"\r\n"  # NULs in the unfinished segment
         for segment in self._segments.feed(chunk):
-            self._take(segment, events)
+            if nul:
+                self._later_write(segment, events)
+            self._segment(clean(segment), events)
         return events
 
     def finish(self) -> list[Event]:
@@ -130,7 +135,9 @@ class LogScanner(FailureRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.finish():
-            self._take(segment, events)
+            if self._nul_tail or self._hole:
+                self._later_write(segment, events)
+            self._segment(clean(segment), events)
         self._release_held(events)
         self._finish_failures(events)
         return events
@@ -143,15 +150,13 @@ class LogScanner(FailureRules):
 
     # -- one segment -------------------------------------------------------------------------
 
-    def _take(self, segment: bytes, events: list[Event]) -> None:
+    def _later_write(self, segment: bytes, events: list[Event]) -> None:
         """What follows a file hole (context.HOLE) is a later write: a new story."""
-        text = clean(segment)
         self._hole = self._hole or (b"\0" in segment and HOLE in segment)
-        if self._hole and text.strip():
+        if self._hole and segment.strip(b"\0 \t"):
             self._hole = False
             self._release_held(events)  # the earlier writer's lines end before the hole
             self._new_launch(self._clock.last)
-        self._segment(text, events)
 
     def _segment(self, text: str, events: list[Event]) -> None:
         if not text or text.isspace():

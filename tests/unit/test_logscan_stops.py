@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from firedup.logscan import Phase, Reason, Verdict, explain
-from firedup.logscan.context import HOLE, is_stop
+from firedup.logscan.context import HOLE, is_stop, signalled
 
 SGL_LOADING = (
     b"[2026-05-04 09:00:01] server_args=ServerArgs(model_path='/m', port=30000, tp_size=2)\n"
@@ -54,16 +54,21 @@ def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
         # Slurm cancelling the job or step, srun on Ctrl-C; the shell reporting a TERMed child
         "slurmstepd: error: *** JOB 81234 ON gpu-a12 CANCELLED AT 2026-05-04T10:00:27 ***",
         "*** STEP 81234.0 ON gpu-a12 CANCELLED AT 2026-05-04T10:00:27 DUE TO TIME LIMIT ***",
-        "srun: forcing job termination",
-        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",
-        "srun: interrupt (one more within 1 sec to abort)",
+        "srun: sending Ctrl-C to StepId=81234.0",
         "launch.sh: line 12: 40123 Terminated              python -m sglang.launch_server",
-        # SGLang's watchdog: its own clean-up kills with SIGKILL, so -15/-2 came from outside
-        "Subprocess scheduler_0 (pid=7012) crashed with exit code -15. Triggering SIGQUIT...",
     ],
 )
 def test_a_stop_asked_for_is_read_at_any_time(line: str) -> None:
     assert is_stop(line, ready=False)
+
+
+def test_a_childs_death_by_a_stop_signal_is_read_from_its_exit_code() -> None:
+    # SGLang's watchdog: its own clean-up kills with SIGKILL, so -15/-2 came from outside
+    watchdog = "Subprocess scheduler_0 (pid=7012) crashed with exit code %d. Triggering SIGQUIT"
+    assert signalled(watchdog % -15, ready=False) and signalled(watchdog % -2, ready=False)
+    assert not signalled(watchdog % -9, ready=True) and not signalled(watchdog % -6, ready=True)
+    report = "Worker proc VllmWorker-1 died unexpectedly (exit code: -15), shutting down executor"
+    assert signalled(report, ready=True) and not signalled(report, ready=False)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +80,9 @@ def test_a_stop_asked_for_is_read_at_any_time(line: str) -> None:
         "Subprocess scheduler_0 (pid=7012) crashed with exit code -6. Triggering SIGQUIT...",
         "*** JOB 81234 ON gpu-a12 CANCELLED AT 2026-05-04T10:00:27 DUE TO NODE FAILURE ***",
         "Worker VllmWorkerProcess pid 8773 died, exit code: -15",  # vLLM's own clean-up TERMs
+        "Subprocess scheduler_0 (pid=7012) crashed with exit code -15.",  # signalled(), below
+        "srun: Job step aborted: Waiting up to 32 seconds for job step to finish.",  # a task's
+        "srun: forcing job termination",  # failure ends the step with these lines too
         "Shutting down",  # uvicorn's, before its own startup: cannot be
         "[shutdown] MPClient: engine core exited unexpectedly; starting cleanup",
         "A KeyboardInterrupt handler was registered",
