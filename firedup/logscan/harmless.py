@@ -47,16 +47,26 @@ ROUTINE = (
 # tokenizer_manager.py), a batch line behind a rank tag left on it (`[TP0] Decode batch`), an
 # access line shortened without its protocol (`"POST /v1/chat/completions" 200 OK`), and a KV
 # cache connector moving a request's tokens (LMCache: `Retrieved 0 out of 256 required
-# tokens`, `Reqid: chatcmpl-..`, `Stored/updated 1 chunks`, `Store skips 0 tokens`).
+# tokens`, `Reqid: chatcmpl-..`, `Stored/updated 1 chunks`, `Store skips 0 tokens`), and
+# wrappers' re-logged request lines (below).
+# SGLang up to 0.1.x logged a batch as `new fill batch. #seq: 1. #cached_token: ...`
+# (router/model_rpc.py), later ones behind a GPU tag (`[gpu_id=0] Decode batch.`).
 SERVING = re.compile(
     r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /(?!(?:v1/)?models\b|metrics\b|version\b|ping\b'
     r"|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S*(?: HTTP/[\d.]+)?"
     r'" [234]\d\d'
-    r"|^(?:\[TP\d+\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
+    r"|^(?:\[(?:TP\d+|gpu(?:_id)?=\d+)\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
+    r"|new fill batch\. #seq: \d"  # its words alone: behind any tag a one-line paste kept
     r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
     r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"
     r"|Stored/updated \d+ chunks|Store skips \d+ tokens)"
+    # Triton's vLLM backend answering one request with an error (model.py's `generate`).
+    r"|\[vllm\] Error generating stream: "
+    # vLLM's request log behind another program's logging format, which puts its own stamp,
+    # vLLM's logger name and the level first (`2024-07-31 16:07:33,561 vllm.engine.async_llm_
+    # engine 2683080 INFO     Added request 1f0e.`: a serving framework's worker log).
+    r"|\s(?:INFO|DEBUG):?\s+(?:Added|Finished|Aborted) request(?:\(s\))? \S+$"
 )
 
 
@@ -72,6 +82,10 @@ _REQUEST_LOG = (
     "Aborted request",
     "Generated response ",
     "SpecDecoding metrics: ",  # drafts accepted: requests ran
+    # vllm-omni's orchestrator, once a request went through every stage (pformat of its
+    # record, entrypoints/log_utils.py OrchestratorMetrics).
+    "{'type': 'request_level_metrics'",
+    '{"type": "request_level_metrics"',
 )
 _HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\]")
 _HANDLERS = (
@@ -91,10 +105,16 @@ def serves_requests(text: str, message: str, level: str) -> bool:
         return True
     if message.startswith(_REQUEST_LOG):
         return True
-    if level != "ERROR" or "serving" not in text or _HANDLER_LOG.search(text) is None:
+    if level != "ERROR" or not handler_log(text):
         return False
     fatal = match_signature(message)
     return fatal is None or not fatal.strong
+
+
+def handler_log(text: str) -> bool:
+    """Whether a line was logged by one of vLLM's request handlers (`[serving_chat.py:257]`,
+    a fork's `[serving.py:1386]`): what it reports happened to a request being served."""
+    return "serving" in text and _HANDLER_LOG.search(text) is not None
 
 
 def handler_frame(frame: str) -> bool:
@@ -127,12 +147,31 @@ _SGLANG_ROUTE = re.compile(
 )
 
 
+# Applying a chat template to a request's messages: vLLM's `apply_hf_chat_template` /
+# `apply_mistral_chat_template` (entrypoints/chat_utils.py) and `safe_apply_chat_template`
+# (renderers/), SGLang's `_apply_jinja_template` (entrypoints/openai/serving_chat.py). vLLM's
+# helper logs its traceback itself ("An error occurred in `transformers` while applying chat
+# template") and raises a ValueError its caller always catches: the request's handler answers
+# 400, and the start-up warm-up of newer releases logs "Chat template warmup failed" and starts
+# on. So the frame is a request's when requests served count (the warm-up runs before the
+# HTTP side is up, in a log that kept its startup).
+_TEMPLATE_FRAME = re.compile(
+    r"(?:^|[\s,])in (?:apply_(?:hf|mistral)_chat_template|safe_apply_chat_template"
+    r"|_apply_jinja_template)\s*$"
+)
+
+
 def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool]) -> bool:
-    """Whether a frame shows a request being served: uvicorn's per-request coroutine or
-    SGLang's OpenAI route when requests served count (any engine; an SGLang log whose startup
-    it kept never counts them, for its warm-up), or one of vLLM's handlers."""
-    routed = asgi_frame(frame) or (
-        ("v1_" in frame or "stream_results" in frame) and _SGLANG_ROUTE.search(frame) is not None
+    """Whether a frame shows a request being served: uvicorn's per-request coroutine, SGLang's
+    OpenAI route or a chat template applied when requests served count (any engine; an SGLang
+    log whose startup it kept never counts them, for its warm-up), or one of vLLM's handlers."""
+    routed = (
+        asgi_frame(frame)
+        or (
+            ("v1_" in frame or "stream_results" in frame)
+            and _SGLANG_ROUTE.search(frame) is not None
+        )
+        or ("_template" in frame and _TEMPLATE_FRAME.search(frame) is not None)
     )
     if routed and serving_counts():
         return True
