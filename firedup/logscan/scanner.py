@@ -49,6 +49,7 @@ from firedup.logscan.rules import (
 )
 from firedup.logscan.segments import Segmenter
 from firedup.logscan.serving import WRAP_MIN_CHARS, ServingRules, continues
+from firedup.logscan.unwrap import Unwrapper
 from firedup.logscan.wrappers import Wrappers
 
 _MAX_HELD = 4  # lines held while no line has taught the log's wrapper yet
@@ -62,6 +63,7 @@ class LogScanner(FailureRules, ServingRules):
         self._given = engine
         self._detect = engine is None
         self._segments = Segmenter()
+        self._unwrap = Unwrapper()
         self._clock = Clock(year)
         self._bytes = 0
         self._last_line = ""
@@ -110,7 +112,8 @@ class LogScanner(FailureRules, ServingRules):
         for segment in self._segments.feed(chunk):
             if nul:
                 self._later_write(segment, events)
-            self._segment(clean(segment), events)
+            for text in self._unwrap.feed(clean(segment)):
+                self._segment(text, events)
         return events
 
     def finish(self) -> list[Event]:
@@ -120,7 +123,10 @@ class LogScanner(FailureRules, ServingRules):
         for segment in self._segments.finish():
             if self._nul_tail or self._hole:
                 self._later_write(segment, events)
-            self._segment(clean(segment), events)
+            for text in self._unwrap.feed(clean(segment)):
+                self._segment(text, events)
+        for text in self._unwrap.finish():
+            self._segment(text, events)
         self._release_held(events)
         self._finish_failures(events)
         return events
@@ -138,7 +144,9 @@ class LogScanner(FailureRules, ServingRules):
         self._hole = self._hole or (b"\0" in segment and HOLE in segment)
         if self._hole and segment.strip(b"\0 \t"):
             self._hole = False
-            self._release_held(events)  # the earlier writer's lines end before the hole
+            for text in self._unwrap.finish():  # the earlier writer's lines end at the hole
+                self._segment(text, events)
+            self._release_held(events)
             self._new_launch(self._clock.last)
 
     def _segment(self, text: str, events: list[Event]) -> None:
