@@ -24,8 +24,8 @@ from firedup.logscan.signatures import (
     EXCEPTION_IGNORED,
     EXCEPTION_LINE,
     FRAME_LINE,
-    TRACEBACK_HEADER,
     frame_hint,
+    is_traceback_header,
 )
 
 FRAME_LINES = 5  # lines kept before the exception line: about two frames and their code
@@ -101,7 +101,7 @@ class Tracebacks:
         if message.startswith(EXCEPTION_IGNORED):
             self._ignore_next = True
             return LineKind.PLAIN
-        if TRACEBACK_HEADER in message:
+        if is_traceback_header(message):
             self._begin(text, None)
             return LineKind.HEADER
         frame = is_frame(message)

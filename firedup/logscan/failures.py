@@ -29,7 +29,7 @@ from datetime import datetime
 
 from firedup.logscan.context import quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
-from firedup.logscan.harmless import harmless_across, is_harmless, is_routine
+from firedup.logscan.harmless import handler_log, harmless_across, is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
 from firedup.logscan.normalize import Line
 from firedup.logscan.signatures import (
@@ -91,7 +91,13 @@ class FailureRules:
         if match is not None and ready and kind is LineKind.PLAIN and self._echoed(joined):
             return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
-        if match is not None and match.strong and not (match.report and ready):
+        # A report of the engine's death after ready is a stop's unless a request's handler
+        # logged it: then a request in flight died with the engine.
+        if (
+            match is not None
+            and match.strong
+            and not (match.report and ready and not handler_log(line.text))
+        ):
             return self._fail(reason, line, now, out, exception=exception)
         bare = not exception and kind is LineKind.PLAIN and _exception_text(joined)
         if exception or bare or line.level == "ERROR":

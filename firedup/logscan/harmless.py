@@ -48,11 +48,14 @@ ROUTINE = (
 # access line shortened without its protocol (`"POST /v1/chat/completions" 200 OK`), and a KV
 # cache connector moving a request's tokens (LMCache: `Retrieved 0 out of 256 required
 # tokens`, `Reqid: chatcmpl-..`, `Stored/updated 1 chunks`, `Store skips 0 tokens`).
+# SGLang up to 0.1.x logged a batch as `new fill batch. #seq: 1. #cached_token: ...`
+# (router/model_rpc.py), later ones behind a GPU tag (`[gpu_id=0] Decode batch.`).
 SERVING = re.compile(
     r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /(?!(?:v1/)?models\b|metrics\b|version\b|ping\b'
     r"|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S*(?: HTTP/[\d.]+)?"
     r'" [234]\d\d'
-    r"|^(?:\[TP\d+\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
+    r"|^(?:\[(?:TP\d+|gpu(?:_id)?=\d+)\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
+    r"|new fill batch\. #seq: \d"  # its words alone: behind any tag a one-line paste kept
     r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
     r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"
@@ -72,6 +75,10 @@ _REQUEST_LOG = (
     "Aborted request",
     "Generated response ",
     "SpecDecoding metrics: ",  # drafts accepted: requests ran
+    # vllm-omni's orchestrator, once a request went through every stage (pformat of its
+    # record, entrypoints/log_utils.py OrchestratorMetrics).
+    "{'type': 'request_level_metrics'",
+    '{"type": "request_level_metrics"',
 )
 _HANDLER_LOG = re.compile(r"[\[ ]serving(?:_\w+)?\.py:\d+\]")
 _HANDLERS = (
@@ -91,10 +98,16 @@ def serves_requests(text: str, message: str, level: str) -> bool:
         return True
     if message.startswith(_REQUEST_LOG):
         return True
-    if level != "ERROR" or "serving" not in text or _HANDLER_LOG.search(text) is None:
+    if level != "ERROR" or not handler_log(text):
         return False
     fatal = match_signature(message)
     return fatal is None or not fatal.strong
+
+
+def handler_log(text: str) -> bool:
+    """Whether a line was logged by one of vLLM's request handlers (`[serving_chat.py:257]`,
+    a fork's `[serving.py:1386]`): what it reports happened to a request being served."""
+    return "serving" in text and _HANDLER_LOG.search(text) is not None
 
 
 def handler_frame(frame: str) -> bool:

@@ -63,9 +63,31 @@ MARKERS: tuple[Marker, ...] = (
     Marker("is using nccl==", Phase.INIT_DISTRIBUTED),
     Marker("Starting to load model", Phase.LOADING_WEIGHTS),
     Marker("Loading model weights took", Phase.LOADING_WEIGHTS),
+    Marker("Pre-loading model weights", Phase.LOADING_WEIGHTS),  # Gaudi: `on hpu:0 took ...`
     Marker("Loading weights took", Phase.LOADING_WEIGHTS),
     Marker("Model loading took", Phase.LOADING_WEIGHTS),
     Marker("Unable to collect loaded parameters", Phase.LOADING_WEIGHTS),
+    # AWS Neuron compiles the model's graphs while it loads (neuronx-distributed-inference,
+    # the vllm-neuron plugin's `load_model`): libneuronxla logs each compile's flags.
+    # Its builder's steps (neuronx_distributed's model_builder) and the compiler's own words.
+    Marker("Neuron compiler flags:", Phase.LOADING_WEIGHTS),
+    Marker(
+        "HLO",
+        Phase.LOADING_WEIGHTS,
+        _re(
+            r"^(?:[A-Z]+:[\w.]+:)?"  # Python logging's default `LEVEL:name:` (basicConfig)
+            r"(?:Generating HLOs for the following models|Generated all HLOs in"
+            r"|(?:Starting|Done) compilation for (?:the priority HLO|all HLOs)"
+            r"|Finished Compilation for all HLOs|Done optimizing weight layout for all HLOs)"
+        ),
+    ),
+    Marker(
+        "[INFO]: ",
+        Phase.LOADING_WEIGHTS,
+        _re(
+            r"\[INFO\]: (?:Using a cached neff at|Compilation Successfully Completed for \S+\.hlo)"
+        ),
+    ),
     # vLLM's "init engine (profile, create kv cache, warmup model)" step is one phase here,
     # kv_cache, but for the CUDA graph capture, which has its own: the profiling run that
     # sizes the cache (torch.compile runs inside it: on GPUs, and the CPU backend's "Warming
@@ -74,12 +96,25 @@ MARKERS: tuple[Marker, ...] = (
     Marker("torch.compile take", Phase.KV_CACHE),  # "takes" up to ~0.11, "took" since
     Marker("torch.compile took", Phase.KV_CACHE),
     Marker("Memory profiling takes", Phase.KV_CACHE),
-    Marker("profiling", Phase.KV_CACHE, _re(r"[Pp]rofiling/warmup run took|^Profiling CUDA graph")),
+    # `Profiling/warmup run took`, Gaudi's `Model profiling run took 504 MiB of device memory`.
+    Marker(
+        "profiling", Phase.KV_CACHE, _re(r"[Pp]rofiling(?:/warmup)? run took|^Profiling CUDA graph")
+    ),
+    # Intel llm-scaler's own profiling report, or its note that it estimates the peak instead.
+    Marker("[Memory Profiling Analysis]", Phase.KV_CACHE),
+    Marker("Skipping profile_run", Phase.KV_CACHE),
     Marker("Available KV cache memory", Phase.KV_CACHE),
     Marker("KV cache size", Phase.KV_CACHE, _re(r"^[A-Z]+ KV cache size: [\d,]+ tokens")),
     Marker("GiB for KV cache", Phase.KV_CACHE),  # the CPU worker's VLLM_CPU_KVCACHE_SPACE
-    Marker("# GPU blocks:", Phase.KV_CACHE),
-    Marker("# cuda blocks:", Phase.KV_CACHE),
+    Marker("reserved for KV cache", Phase.KV_CACHE),  # Gaudi's `Free device memory: ...` split
+    Marker(
+        "engine took",
+        Phase.KV_CACHE,
+        _re(r"^(?:Initializing cache engine|init_cache_engine) took"),
+    ),
+    # The block count on any device: `# GPU blocks: N`, `# cuda blocks:`, `# TPU blocks:`,
+    # `# HPU blocks:` (the executor's cache sizing, V0 and the vendor forks).
+    Marker(" blocks: ", Phase.KV_CACHE, _re(r"^# [A-Za-z]+ blocks: \d")),
     Marker("KV cache layout", Phase.KV_CACHE, after=Phase.LOADING_WEIGHTS),
     Marker("Warming up model", Phase.KV_CACHE, engine=Engine.VLLM),
     # The step's end, and the API server asking the engine what it serves: the engine got
@@ -99,6 +134,33 @@ MARKERS: tuple[Marker, ...] = (
             r"|Captured (?:\w+ )*CUDA Graph for (?:size|batch)=\d)"
         ),
     ),
+    # Backends whose graphs are compiled per shape where CUDA captures them (the runner's
+    # `capture_model` / `warmup_model`): TPU/XLA's `Compiling the model with different input
+    # shapes` (V0 and V1, also `for prefill:`, `Compiling sample_from_logits with ...`) and
+    # tpu-inference's `Precompile all the subgraphs with possible input shapes.`, and Gaudi's
+    # per-bucket warm-up `[Warmup][Prompt|Decode|Graph/Decode][203/416] batch_size:..`.
+    Marker(
+        " input shapes",
+        Phase.CUDA_GRAPH,
+        _re(
+            r"^(?:Compil(?:ing|ed) (?:the model|\w+) with different input shapes"
+            r"|Precompile all the subgraphs with possible input shapes)"
+        ),
+    ),
+    # Gaudi's graph budget, each kind's capture summary, the warm-up's end, the sampler's.
+    Marker(
+        "for HPUGraphs",
+        Phase.CUDA_GRAPH,
+        _re(r"^Using [\d.]+ \w+/[\d.]+ \w+ of free device memory"),
+    ),
+    Marker(" captured:", Phase.CUDA_GRAPH, _re(r"^Graph/\w+ captured:\d")),
+    Marker("Warmup finished in", Phase.CUDA_GRAPH, _re(r"^Warmup finished in \d+ secs, allocated")),
+    Marker(
+        "ampler warmup",
+        Phase.CUDA_GRAPH,
+        _re(r"^(?:Starting sampler warmup|Sampler warmup completed)"),
+    ),
+    Marker("[Warmup][", Phase.CUDA_GRAPH, _re(r"^\[Warmup\]\[[\w/ ]+\]\[\d+/\d+\] batch_size:\d")),
     Marker("Starting vLLM", Phase.HTTP_UP, _re(r"Starting vLLM (?:API )?server")),
     # Past its startup: V0's MQLLMEngine entering its loop (engine/multiprocessing/engine.py
     # `run_engine_loop`, once the API server's client is up).
@@ -181,7 +243,8 @@ def parse_bar(message: str) -> tuple[Progress, int, bool] | None:
     return progress, match.end(), match.group("close") is not None
 
 
-_CUT_BAR = re.compile(r"(?P<label>[A-Z][\w ().,-]*?):\s*\d{1,3}%\|")
+# The label may carry its own readings (`Capturing batches (bs=2 avail_mem=14.40 GB)`).
+_CUT_BAR = re.compile(r"(?P<label>[A-Z][\w ().,=-]*?):\s*\d{1,3}%\|")
 
 
 def cut_bar_phase(message: str) -> Phase | None:

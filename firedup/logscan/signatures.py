@@ -277,6 +277,18 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
 )
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
+_HEADER_CUT = "Traceback ("  # the least of a header a cut may keep
+
+
+def is_traceback_header(message: str) -> bool:
+    """A traceback's header, whole or cut short where the log (or the excerpt) ends:
+    `Traceback (most recent call las` still opens the traceback the rest would have shown."""
+    if TRACEBACK_HEADER in message:
+        return True
+    at = message.rfind(_HEADER_CUT)
+    return at >= 0 and TRACEBACK_HEADER.startswith(message[at:].rstrip())
+
+
 EXCEPTION_IGNORED = "Exception ignored in"
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
 EXCEPTION_LINE = re.compile(

@@ -36,6 +36,7 @@ from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
 
 _DIGITS = str.maketrans("0123456789", "0000000000")
 _SEPARATOR = re.compile(r"[\])|>:-] ")
+_NUMBERS = re.compile(r"0+")  # a shape's numbers, whatever their width
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
 _MAX_DEPTH = 2  # learned wrappers nest this deep at most
@@ -147,8 +148,8 @@ def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
     wrapper = text[:cut]
     if cut < 2 or min(len(shape_a), len(shape_b)) - cut < _MIN_REST:
         return None  # what two lines share up to their last words is a message, not a wrapper
-    if shape_a[cut:] == shape_b[cut:]:
-        return None  # they differ only in numbers: one message, not a wrapper and two messages
+    if shape_a[cut:] == shape_b[cut:] or _NUMBERS.sub("0", shape_a) == _NUMBERS.sub("0", shape_b):
+        return None  # they differ only in numbers (of any width): one message, not a wrapper
     if EXCEPTION_LINE.match(wrapper) or TRACEBACK_HEADER in wrapper:
         return None
     return _free_digits(wrapper)
