@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from firedup.engine import Engine
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
+    EarlierLaunch,
     Event,
     EventKind,
     Phase,
@@ -25,6 +26,7 @@ from firedup.logscan.scanner import LogScanner
 
 __all__ = [
     "HINTS",
+    "EarlierLaunch",
     "Event",
     "EventKind",
     "LogScanner",

@@ -24,14 +24,14 @@ Rules (engines.md §10, issue 4, issue 15):
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from datetime import datetime
 
 from firedup.logscan.context import quoted
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.harmless import handler_log, harmless_across, is_harmless, is_routine
-from firedup.logscan.model import Event, EventKind, Phase, PhaseSpan, Progress, Reason, Verdict
+from firedup.logscan.model import Event, EventKind, Reason, Verdict
 from firedup.logscan.normalize import Line
+from firedup.logscan.phases import PhaseRules
 from firedup.logscan.signatures import (
     EXCEPTION_LINE,
     Match,
@@ -52,16 +52,12 @@ def _exception_text(text: str) -> bool:
     return EXCEPTION_LINE.match(text) is not None or VALIDATION_ERROR.match(text) is not None
 
 
-class FailureRules:
+class FailureRules(PhaseRules):
     """Mixed into LogScanner, which owns the state these rules read and write."""
 
-    _verdict: Verdict
     _reason: Reason | None
-    _phase: Phase
-    _progress: Progress | None
     _excerpt: Excerpt
     _tracebacks: Tracebacks
-    _spans: list[PhaseSpan]
     _lines: int
     _candidate: tuple[Reason, int] | None
     _borrowed: bool
@@ -184,6 +180,3 @@ class FailureRules:
     def _warn(self, line: Line, now: datetime | None, out: list[Event]) -> None:
         if self._verdict is not Verdict.FAILED:
             out.append(Event(EventKind.WARNING, self._phase, line.text, None, now))
-
-    def _close_span(self, now: datetime | None) -> None:
-        self._spans[-1] = replace(self._spans[-1], end=now)

@@ -141,6 +141,24 @@ class Event:
 
 
 @dataclass(frozen=True)
+class EarlierLaunch:
+    """How the launch before the one explained ended, as far as the log showed it."""
+
+    verdict: Verdict
+    phase: Phase
+    reason: Reason | None
+    stopped: bool  # it was told to stop (a signal, a shutdown)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict.value,
+            "phase": self.phase.value,
+            "reason": self.reason.value if self.reason else None,
+            "stopped": self.stopped,
+        }
+
+
+@dataclass(frozen=True)
 class ScanState:
     """A snapshot of everything the classifier knows after the bytes fed so far."""
 
@@ -156,6 +174,8 @@ class ScanState:
     lines_seen: int
     last_line: str
     last_timestamp: datetime | None = None
+    launches: int = 1  # launches the log holds (`>> server.log`): the last one is explained
+    earlier: EarlierLaunch | None = None  # the launch before it
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -171,6 +191,8 @@ class ScanState:
             "lines_seen": self.lines_seen,
             "last_line": self.last_line,
             "last_timestamp": _iso(self.last_timestamp),
+            "launches": self.launches,
+            "earlier": self.earlier.to_json() if self.earlier else None,
         }
 
 

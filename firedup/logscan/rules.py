@@ -192,6 +192,21 @@ LAUNCH_BANNERS = (
     "vLLM API server version",
     "vLLM server version",
 )
+# vLLM 0.11+ prints its version in a logo unless VLLM_DISABLE_LOG_LOGO (api_utils.py
+# `log_version_and_model`): ` ▄▄ ▄█ █     █     █ ▀▄▀ █  version 0.32.0` (a paste may
+# squeeze its blanks). `Starting vLLM (API) server` is no banner: it comes once the engine is up.
+_LOGO_VERSION = re.compile(r"\s*▄▄ ?▄█ █ +█ +█ ▀▄▀ █ +version \S")
+
+
+BANNER_STARTS = (*LAUNCH_BANNERS, "▄▄", " ▄▄")  # a cheap first test for launch_banner
+
+
+def launch_banner(message: str) -> bool:
+    """Whether the message is an engine's first line of a run (its version or its arguments)."""
+    if message.startswith(LAUNCH_BANNERS):
+        return True
+    return "▀▄▀" in message and _LOGO_VERSION.match(message) is not None
+
 
 ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("server_args=ServerArgs(", Engine.SGLANG),
@@ -211,6 +226,7 @@ ENGINE_MARKERS: tuple[tuple[str, Engine], ...] = (
     ("Initializing an LLM engine", Engine.VLLM),
     ("LLM engine (v", Engine.VLLM),  # "Initializing a V0 LLM engine (v0.8.5) with config"
     ("non-default args:", Engine.VLLM),
+    ("█ ▀▄▀ █", Engine.VLLM),  # its logo's version line (launch_banner)
     # The API server's launcher lists its routes; its chat layer names the template format.
     ("Available routes are", Engine.VLLM),
     ("Route: /", Engine.VLLM),

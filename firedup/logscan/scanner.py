@@ -1,29 +1,26 @@
 """The streaming classifier: bytes in, events and a state snapshot out. Pure, one pass.
 
-Rules it keeps (engines.md §10, issue 4):
-- Phases only move forward: ranks interleave, and a rank that is late must not drag the
-  phase back. A repeat of a per-rank marker from the same rank is the EAGLE draft's pass.
-- Ready means ready: SGLang's fired-up line, vLLM's "Application startup complete.". An open
-  port ("Uvicorn running on") only means http_up, warmup pending.
-- A log that starts in the middle of serving (requests answered, batches decoded, no startup
-  line before them) shows a server that was ready; so does a vLLM server answering once its
-  HTTP side is up.
-- Which lines fail a run, and why: failures.py. Once failed, the verdict stays failed and
+LogScanner owns the state and reads each segment: bars, flattened records, wrappers learned,
+a launch banner starting a new story. What a line means is decided by its mixins:
+- phases.py: how a startup moves forward (markers, bars; phases only move forward);
+- serving.py: proofs that the server was serving (ready means ready: SGLang's fired-up line,
+  vLLM's "Application startup complete.", or requests served where they count);
+- failures.py: which lines fail a run, and why. Once failed, the verdict stays failed and
   later lines may only sharpen the reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import datetime
 
 from firedup.engine import Engine
-from firedup.logscan.context import is_stop, quoted
+from firedup.logscan.context import is_stop
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.failures import FailureRules
-from firedup.logscan.harmless import SERVING, is_routine, request_frame, serves_requests
+from firedup.logscan.harmless import is_routine
 from firedup.logscan.hints import HINTS
 from firedup.logscan.model import (
+    EarlierLaunch,
     Event,
     EventKind,
     Phase,
@@ -42,45 +39,23 @@ from firedup.logscan.normalize import (
     parse_line,
     split_records,
 )
+from firedup.logscan.phases import MAX_LAST_LINE_CHARS
 from firedup.logscan.rules import (
+    BANNER_STARTS,
     BAR_LABELS,
-    ENGINE_DEPENDENT,
-    LAUNCH_BANNERS,
-    MARKERS,
-    Marker,
-    bar_phase,
-    cut_bar_phase,
     detect_engine,
+    launch_banner,
     parse_bar,
 )
 from firedup.logscan.segments import Segmenter
+from firedup.logscan.serving import WRAP_MIN_CHARS, ServingRules, continues
 from firedup.logscan.wrappers import Wrappers
 
-MAX_LAST_LINE_CHARS = 400
 _MAX_HELD = 4  # lines held while no line has taught the log's wrapper yet
-_WRAP_MIN_CHARS = 60  # a line a paste hard-wrapped is at least this long (80 columns, less a tag)
 _MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
-_HTTP_UP = Phase.HTTP_UP.order
 
 
-def _continues(piece: Line, line: Line) -> bool:
-    """Whether a line may be the rest of the long line before it: bare text, not indented,
-    and not starting the way that line did (a flood of one tool's lines is not one line)."""
-    return (
-        line.message is line.text
-        and line.text[:1] not in " \t"
-        and line.text[:8] != piece.text[:8]
-        and not line.stamp
-    )
-
-
-def _straddles(message: str, needle: str, cut: int) -> bool:
-    """Whether `needle` is in `message` only across position `cut` (the wrap)."""
-    at = message.find(needle, max(cut - len(needle) + 1, 0))
-    return 0 <= at < cut < at + len(needle)
-
-
-class LogScanner(FailureRules):
+class LogScanner(FailureRules, ServingRules):
     def __init__(self, engine: Engine | None = None, *, year: int | None = None) -> None:
         """`year` completes timestamps that omit it (vLLM's `MM-DD`); None means unknown."""
         self._given = engine
@@ -93,10 +68,16 @@ class LogScanner(FailureRules):
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
+        self._launches = 0
+        self._earlier: EarlierLaunch | None = None
         self._new_launch(None)
 
     def _new_launch(self, now: datetime | None) -> None:
         """Forget the story so far: a log appended to (`>>`) can hold several launches."""
+        if self._launches:
+            stopped = self._stopping
+            self._earlier = EarlierLaunch(self._verdict, self._phase, self._reason, stopped)
+        self._launches += 1
         self.engine = self._given
         self._tracebacks = Tracebacks()
         self._excerpt = Excerpt()
@@ -111,6 +92,7 @@ class LogScanner(FailureRules):
         self._borrowed = False
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
+        self._echo_from = -1  # an exception line no record has followed: bare lines continue it
         self._undecided: Line | None = None  # an engine-dependent line read before the engine
         self._piece: Line | None = None  # the last line, when long enough to have been wrapped
 
@@ -199,46 +181,21 @@ class LogScanner(FailureRules):
         if complete and rest and not rest.isspace():  # a log line written while the bar waited
             self._segment(rest, out)
 
-    def _bar(self, progress: Progress, text: str, now: datetime | None, out: list[Event]) -> None:
-        self._last_line = text[:MAX_LAST_LINE_CHARS]
-        if self._verdict is not Verdict.STARTING:
-            return
-        floor = self._draft_floor(bar_phase(progress.label))
-        if floor is not None:
-            self._advance(floor, text, now, out)
-        if progress != self._progress:
-            self._progress = progress
-            self._spans[-1] = replace(self._spans[-1], progress=progress)
-            out.append(Event(EventKind.PROGRESS, self._phase, text, progress, now))
-
-    def _cut_bar(self, message: str, now: datetime | None, out: list[Event]) -> None:
-        floor = self._draft_floor(cut_bar_phase(message))
-        if floor is not None:
-            self._advance(floor, message, now, out)
-
-    def _draft_floor(self, floor: Phase | None) -> Phase | None:
-        """A capture bar after the draft loaded is the draft's capture."""
-        if floor is Phase.CUDA_GRAPH and self._phase.order >= Phase.DRAFT_LOADING.order:
-            return Phase.DRAFT_CUDA_GRAPH
-        return floor
-
     def _line(self, line: Line, now: datetime | None, out: list[Event]) -> None:
-        piece, self._piece = self._piece, line if len(line.text) >= _WRAP_MIN_CHARS else None
-        if piece is not None and self._verdict is Verdict.STARTING and _continues(piece, line):
+        piece, self._piece = self._piece, line if len(line.text) >= WRAP_MIN_CHARS else None
+        if piece is not None and self._verdict is Verdict.STARTING and continues(piece, line):
             self._continued(piece, line, now, out)
         self._last_line = line.text[:MAX_LAST_LINE_CHARS]
         self._lines += 1
-        if line.message.startswith(LAUNCH_BANNERS):
-            if self._story_begun():
+        if self._echo_from >= 0 and (line.level or line.stamp is not None):
+            self._echo_from = -1  # a record: the exception's message has ended
+        if line.message.startswith(BANNER_STARTS) and self._banner(line):
+            if self._story_begun():  # a launch banner after anything: a new story
                 self._new_launch(now)
                 out.append(Event(EventKind.PHASE, Phase.LAUNCHING, line.text, None, now))
             self._story = True
         if self._detect and self.engine is None:
-            self.engine = detect_engine(line.message, line.ranks)
-            if self.engine is not None and self._undecided is not None:
-                undecided, self._undecided = self._undecided, None
-                if self._verdict is Verdict.STARTING:
-                    self._phase_marker(undecided, now, out)  # what it meant for this engine
+            self._detect_engine(line, now, out)
         if self._verdict is Verdict.STARTING and self._serving(line):
             self._advance(Phase.READY, line.text, now, out)
         if self._tracebacks.open:
@@ -254,6 +211,8 @@ class LogScanner(FailureRules):
         if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
             self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
         kind = self._tracebacks.see(line.text, line.message)
+        if kind is LineKind.EXCEPTION:
+            self._echo_from = self._lines
         if kind is LineKind.FRAME and self._in_handler(line.message):
             self._advance(Phase.READY, line.text, now, out)
         fatal = self._judge(line, kind, now, out)
@@ -261,92 +220,30 @@ class LogScanner(FailureRules):
             self._phase_marker(line, now, out)
         self._excerpt.note(line.text, just_set=fatal)
 
-    def _in_handler(self, message: str) -> bool:
-        """Whether the frame just seen runs in a vLLM request handler while starting, or in
-        uvicorn's per-request coroutine when requests served count (_serving_counts)."""
-        if self._verdict is not Verdict.STARTING:
-            return False
-        frame, sglang = self._tracebacks.frame or message, self.engine is Engine.SGLANG
-        return request_frame(frame, sglang=sglang, serving_counts=self._serving_counts)
-
-    def _continued(self, piece: Line, line: Line, now: datetime | None, out: list[Event]) -> None:
-        """A long line and a bare one after it may be one line a paste hard-wrapped: a phase
-        or ready line cut in two is read joined (failures join theirs: failures.py)."""
-        cut = len(piece.message)
-        for glue in ("", " "):
-            message = piece.message + glue + line.message
-            joined = piece._replace(text=piece.text + glue + line.text, message=message)
-            before = self._phase
-            serving = SERVING.search(message) if self._serving_counts() else None
-            if serving is not None and serving.start() < cut < serving.end():
-                self._advance(Phase.READY, joined.text, now, out)
-            elif any(_straddles(message, m.needle, cut) for m in MARKERS):
-                self._phase_marker(joined, now, out)
-            if self._phase is not before:
-                return
+    def _detect_engine(self, line: Line, now: datetime | None, out: list[Event]) -> None:
+        self.engine = detect_engine(line.message, line.ranks)
+        if self.engine is not None and self._undecided is not None:
+            undecided, self._undecided = self._undecided, None
+            if self._verdict is Verdict.STARTING:
+                self._phase_marker(undecided, now, out)  # what it meant for this engine
 
     def _story_begun(self) -> bool:
-        return self._phase is not Phase.LAUNCHING or self._verdict is not Verdict.STARTING
+        """Whether a banner now starts a new story: the run got anywhere, failed or stopped."""
+        return (
+            self._phase is not Phase.LAUNCHING
+            or self._verdict is not Verdict.STARTING
+            or self._stopping
+        )
 
-    def _serving(self, line: Line) -> bool:
-        """Whether the line proves the server ready by serving: traffic when it counts, or
-        vLLM's own proof of a request served (harmless.serves_requests) whatever came before.
-        SGLang serves its own warmup requests first: its startup needs its ready line."""
-        if self._serving_counts() and SERVING.search(line.message) is not None:
-            return True
-        if self._story and self.engine is Engine.SGLANG:
+    def _banner(self, line: Line) -> bool:
+        """Whether the line is the engine's first line of a run. A bare one (no record's
+        prefix) inside a traceback or continuing its exception's message, in a log whose
+        records carry stamps, is the traceback's text."""
+        if not launch_banner(line.message):
             return False
-        return serves_requests(line.text, line.message, line.level)
-
-    def _serving_counts(self) -> bool:
-        """Whether requests being served would prove the server ready: in an excerpt that
-        starts mid-serving, or from vLLM once its HTTP side is up."""
-        if not self._story:
-            return True
-        return self.engine is not Engine.SGLANG and self._phase.order >= _HTTP_UP
-
-    # -- phases ------------------------------------------------------------------------------
-
-    def _phase_marker(self, line: Line, now: datetime | None, out: list[Event]) -> None:
-        message = line.message
-        for marker in MARKERS:
-            if marker.needle in message and self._applies(marker, message):
-                if "HTTP/" not in message and quoted(message, message.find(marker.needle)):
-                    continue  # an echoed argument (a served model name), not the engine's line
-                if self.engine is None and marker.needle in ENGINE_DEPENDENT:
-                    self._undecided = line
-                phase = self._draft_aware(marker, line.ranks)
-                self._advance(phase, line.text, now, out)
-                return
-
-    def _applies(self, marker: Marker, message: str) -> bool:
-        if marker.engine is not None and marker.engine is not self.engine:
-            return False
-        if marker.after is not None and self._phase.order < marker.after.order:
-            return False
-        return marker.pattern is None or marker.pattern.search(message) is not None
-
-    def _draft_aware(self, marker: Marker, ranks: str) -> Phase:
-        if not marker.per_rank or self.engine is Engine.VLLM:
-            return marker.phase
-        key = (ranks, marker.needle)
-        if key in self._rank_markers:
-            return Phase.DRAFT_LOADING
-        self._rank_markers.add(key)
-        return marker.phase
-
-    def _advance(self, phase: Phase, text: str, now: datetime | None, out: list[Event]) -> None:
-        if phase.order <= self._phase.order:
-            return
-        self._close_span(now)
-        self._spans.append(PhaseSpan(phase, now, None))
-        self._phase = phase
-        self._story = True
-        self._progress = None
-        out.append(Event(EventKind.PHASE, phase, text, None, now))
-        if phase is Phase.READY:
-            self._verdict = Verdict.READY
-            out.append(Event(EventKind.READY, phase, text, None, now))
+        if line.level or line.stamp is not None or self._clock.last is None:
+            return True  # the engine's record, or a log whose lines carry no stamp
+        return not self._tracebacks.open and self._echo_from < 0
 
     # -- snapshot ----------------------------------------------------------------------------
 
@@ -364,6 +261,8 @@ class LogScanner(FailureRules):
             lines_seen=self._segments.newlines + (1 if self._segments.line_open else 0),
             last_line=self._last_line,
             last_timestamp=self._clock.last,
+            launches=self._launches,
+            earlier=self._earlier,
         )
 
     def _pending_progress(self) -> Progress | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from firedup.engine import Engine
 from firedup.errors import UsageError
-from firedup.logscan import LogScanner, PhaseSpan, ScanState, Verdict
+from firedup.logscan import EarlierLaunch, LogScanner, PhaseSpan, ScanState, Verdict
 
 CHUNK_BYTES = 1 << 20
 _SNIFF_BYTES = 64 * 1024
@@ -90,7 +90,24 @@ def _notes(state: ScanState, head: bytes, last: bytes) -> tuple[str, ...]:
         notes.append("no SGLang or vLLM line recognised; pass --engine if you know which it is")
     if last not in (b"\n", b""):
         notes.append("the log ends mid-line: still being written, or cut short")
+    if state.launches > 1 and state.earlier is not None:
+        notes.append(
+            f"{state.launches} launches in this log: the last one is explained; the one "
+            f"before it {_ended(state.earlier)}"
+        )
     return tuple(notes)
+
+
+def _ended(earlier: EarlierLaunch) -> str:
+    """How the launch before the explained one ended, in words."""
+    if earlier.verdict is Verdict.FAILED:
+        reason = earlier.reason.value if earlier.reason else "failed"
+        return f"failed ({reason}) in {earlier.phase.value}"
+    if earlier.verdict is Verdict.READY:
+        return "was ready, then stopped" if earlier.stopped else "was ready"
+    if earlier.stopped:
+        return f"was stopped while starting ({earlier.phase.value})"
+    return f"was still starting ({earlier.phase.value}) when it ended without a word"
 
 
 def looks_binary(sample: bytes) -> bool:

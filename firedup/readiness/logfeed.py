@@ -20,6 +20,7 @@ from firedup.engine import Engine
 from firedup.errors import CommandTimeoutError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import (
+    EarlierLaunch,
     EventKind,
     LogScanner,
     Phase,
@@ -46,6 +47,13 @@ def _progress(data: dict[str, Any] | None) -> Progress | None:
     return Progress(data["label"], data["done"], data["total"]) if data else None
 
 
+def _earlier(data: dict[str, Any] | None) -> EarlierLaunch | None:
+    if not data:
+        return None
+    reason = Reason(data["reason"]) if data.get("reason") else None
+    return EarlierLaunch(Verdict(data["verdict"]), Phase(data["phase"]), reason, data["stopped"])
+
+
 def scan_from_json(data: dict[str, Any]) -> ScanState:
     """The inverse of ScanState.to_json: the node's snapshot as the operator's value."""
     return ScanState(
@@ -69,6 +77,8 @@ def scan_from_json(data: dict[str, Any]) -> ScanState:
         lines_seen=int(data.get("lines_seen") or 0),
         last_line=str(data.get("last_line") or ""),
         last_timestamp=_when(data.get("last_timestamp")),
+        launches=int(data.get("launches") or 1),
+        earlier=_earlier(data.get("earlier")),
     )
 
 
