@@ -16,8 +16,9 @@ Parts (each scored on its own, never pooled):
   with main's rules of 2026-12-01 evening; development data since. `blind5`: tests/fixtures/blind5,
   a fifth part collected the same way, scored with main's rules of 2026-12-01 late evening;
   development data since. `blind7`: tests/fixtures/blind7, a seventh part collected the same
-  way, scored with main's rules of 2026-12-01 night; development data since. Either label
-  format is read.
+  way, scored with main's rules of 2026-12-01 night; development data since. `blind9`:
+  tests/fixtures/blind9, a ninth part collected the same way, scored with main's rules of
+  2026-12-01 night; development data since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -52,6 +53,7 @@ PARTS = {
     "blind4": FIXTURES / "blind4",
     "blind5": FIXTURES / "blind5",
     "blind7": FIXTURES / "blind7",
+    "blind9": FIXTURES / "blind9",
 }
 
 

@@ -227,6 +227,11 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
             ranks = match.group("ranks").strip() or ranks
             text = text[match.end() :]
             head = text[:1]
+            inner = _SGLANG.match(text) if head == "[" and not ranks else None
+            if inner:  # a collector's bare `[stamp] ` around SGLang's own `[stamp TP0] `
+                ranks = inner.group("ranks").strip()
+                text = text[inner.end() :]
+                head = text[:1]
     elif head.isdigit():
         match = _THIRD_PARTY.match(text)
         if match:
