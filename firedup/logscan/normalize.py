@@ -58,6 +58,7 @@ _SGLANG = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
     r"(?P<ranks>(?: [A-Z_]+\d+)*)\] ?"
 )
+_OLD_RANK = re.compile(r"\[(?P<ranks>(?:rank|gpu_id)=\d+)\] ")
 _VLLM_PROC = re.compile(r"\((?P<proc>[^()]*?)\bpid=\d+(?:, ip=[\w.:]+)?\) ")
 _VLLM_LEVEL = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
@@ -226,12 +227,9 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
             stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
             ranks = match.group("ranks").strip() or ranks
             text = text[match.end() :]
-            head = text[:1]
-            inner = _SGLANG.match(text) if head == "[" and not ranks else None
-            if inner:  # a collector's bare `[stamp] ` around SGLang's own `[stamp TP0] `
-                ranks = inner.group("ranks").strip()
-                text = text[inner.end() :]
-                head = text[:1]
+        if text[:1] == "[" and not ranks:
+            text, ranks = _inner_tag(text, stamped=match is not None)
+        head = text[:1]
     elif head.isdigit():
         match = _THIRD_PARTY.match(text)
         if match:
@@ -248,6 +246,15 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
             level = level or uvicorn.group("level")
             text = text[uvicorn.end() :]
     return text, stamp, ranks, level
+
+
+def _inner_tag(text: str, *, stamped: bool) -> tuple[str, str]:
+    """The text after SGLang's own `[stamp TP0] ` inside a collector's bare `[stamp] `, or
+    after SGLang 0.1.x's rank tag (`[rank=1] `, `[gpu_id=1] `: model_runner.py), and its ranks."""
+    match = (_SGLANG.match(text) if stamped else None) or _OLD_RANK.match(text)
+    if match is None:
+        return text, ""
+    return text[match.end() :], match.group("ranks").strip()
 
 
 @lru_cache(maxsize=64)  # neighbouring lines share their second: parse each stamp once

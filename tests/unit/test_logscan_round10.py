@@ -210,3 +210,44 @@ def test_sglang_01s_init_state_other_than_ok_is_an_engine_init_failure(line: str
 @pytest.mark.parametrize("line", ["detoken init state: init ok", "router_init_state: init ok"])
 def test_an_init_state_that_is_ok_fails_nothing(line: str) -> None:
     assert _read(f"server started on [0.0.0.0]:10007\n{line}\n".encode())[0] is Verdict.STARTING
+
+
+# -- SGLang 0.1.x's rank tags (sglang/v01_rank_tagged_ranks_load_weights_cut) ----------------
+
+
+@pytest.mark.parametrize("tag", ["rank=1", "gpu_id=1"])
+def test_sglang_01s_rank_tag_names_the_rank(tag: str) -> None:
+    line = parse_line(f"[{tag}] Load weight begin.")
+    assert (line.message, line.ranks) == ("Load weight begin.", tag)
+
+
+def test_two_ranks_each_loading_are_one_load_not_a_draft() -> None:
+    log = b"[rank=0] Load weight begin.\n[rank=1] Load weight begin.\n"
+    assert _read(log) == (Verdict.STARTING, Phase.LOADING_WEIGHTS, None)
+
+
+def test_sglang_01s_init_torch_is_the_distributed_init() -> None:
+    assert _read(b"[rank=0] Init torch begin. Avail mem=39.20 GB\n")[1] is Phase.INIT_DISTRIBUTED
+
+
+def test_a_gpu_tagged_decode_batch_mid_serving_still_shows_a_ready_server() -> None:
+    assert _read(b"[gpu_id=0] Decode batch. #running-req: 1, #token: 40\n")[0] is Verdict.READY
+
+
+# -- a loader's report of weights not in the checkpoint (sglang/diffusion_text_encoder_...) --
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "Following (allowed) text encoder weights were not initialized from checkpoint: ['a']",
+        "Following model weights were not initialized from checkpoint: {'layers.0.w'}",
+    ],
+)
+def test_a_loaders_report_of_weights_not_in_the_checkpoint_is_the_loading_phase(line: str) -> None:
+    assert _read(f"{line}\n".encode()) == (Verdict.STARTING, Phase.LOADING_WEIGHTS, None)
+
+
+def test_weights_not_initialized_named_in_prose_are_no_phase() -> None:
+    line = b"Note: some optimizer state was not initialized from checkpoint; weights were fine\n"
+    assert _read(line)[1] is Phase.LAUNCHING
