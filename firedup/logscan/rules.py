@@ -45,6 +45,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("raph end", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?graph end")),
     Marker("raph end", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?graph end")),
     Marker("Capture cuda graph num tokens", Phase.CUDA_GRAPH),
+    # torch's capture_begin (CUDAGraph.cpp, torch_npu's too) while NCCL work drains: any engine.
+    Marker("before starting graph capture", Phase.CUDA_GRAPH),
     Marker("Uvicorn running on", Phase.READY, engine=Engine.VLLM),  # old vLLM, after startup
     Marker("Uvicorn running on", Phase.HTTP_UP),
     Marker("Started server process", Phase.HTTP_UP),

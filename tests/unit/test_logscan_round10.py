@@ -251,3 +251,42 @@ def test_a_loaders_report_of_weights_not_in_the_checkpoint_is_the_loading_phase(
 def test_weights_not_initialized_named_in_prose_are_no_phase() -> None:
     line = b"Note: some optimizer state was not initialized from checkpoint; weights were fine\n"
     assert _read(line)[1] is Phase.LAUNCHING
+
+
+# -- a wrapper's HTTP up before its engine (field/wrapper_uvicorn_up_before_engine_graph_...) -
+
+_UVICORN_FIRST = (
+    b"INFO:     Started server process [4242]\n"
+    b"INFO:     Application startup complete.\n"
+    b"INFO:     Uvicorn running on http://0.0.0.0:9000 (Press CTRL+C to quit)\n"
+)
+_CAPTURE_WAIT = (
+    "Warning: Waiting for pending NCCL work to finish before starting graph capture. "
+    "(function operator())"
+)
+
+
+@pytest.mark.parametrize(
+    "prefix",
+    ["[W CUDAGraph.cpp:145] ", "[rank1]:[W1103 13:19:43.194702705 compiler_depend.ts:149] "],
+)
+def test_torchs_capture_begin_warning_is_the_cuda_graph_phase(prefix: str) -> None:
+    assert _read(f"{prefix}{_CAPTURE_WAIT}\n".encode())[1] is Phase.CUDA_GRAPH
+
+
+def test_engine_lines_after_a_wrappers_http_came_up_first_are_the_story() -> None:
+    log = _UVICORN_FIRST + b"INFO 03-02 10:01:20 model_runner.py:40] Loading weights took 9.1 GB\n"
+    assert _read(log) == (Verdict.STARTING, Phase.LOADING_WEIGHTS, None)
+
+
+def test_uvicorns_startup_alone_is_still_the_http_side_up() -> None:
+    assert _read(_UVICORN_FIRST)[1] is Phase.HTTP_UP
+
+
+def test_a_lagging_ranks_line_after_the_engines_own_http_does_not_drag_the_phase_back() -> None:
+    log = (
+        b"[2025-05-20 14:30:00 TP0] Load weight begin. avail mem=70.00 GB\n"
+        b"[2025-05-20 14:31:00] INFO:     Started server process [77]\n"
+        b"[2025-05-20 14:31:01 TP1] Load weight begin. avail mem=70.00 GB\n"
+    )
+    assert _read(log)[1] is Phase.HTTP_UP
