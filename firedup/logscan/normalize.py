@@ -47,6 +47,8 @@ _WRAPPER = re.compile(
     r"|(?P<viewer>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\t"
     # A Markdown quote around the paste, and the blank columns a viewer's copy leaves.
     r"|(?P<quote>>[ \t]+)"
+    # A Markdown code span or fence opened on the log's own first line (`` `Traceback ...``).
+    r"|(?P<fence>`{1,3}(?=[^`\s]|[ \t]+File \"))"
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")

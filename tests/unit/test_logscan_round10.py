@@ -290,3 +290,23 @@ def test_a_lagging_ranks_line_after_the_engines_own_http_does_not_drag_the_phase
         b"[2025-05-20 14:31:01 TP1] Load weight begin. avail mem=70.00 GB\n"
     )
     assert _read(log)[1] is Phase.HTTP_UP
+
+
+# -- a Markdown code span or fence glued to the first line (field/markdown_fence_glued_...) --
+
+
+@pytest.mark.parametrize("fence", ["`", "```"])
+def test_a_fence_glued_to_a_frame_is_peeled(fence: str) -> None:
+    line = parse_line(f'{fence}  File "/x/vllm/worker.py", line 3, in load_model')
+    assert line.message == '  File "/x/vllm/worker.py", line 3, in load_model'
+
+
+@pytest.mark.parametrize("fence", ["`", "```"])
+def test_a_fence_glued_to_an_engine_record_is_peeled(fence: str) -> None:
+    line = parse_line(f"{fence}[2025-01-01 10:00:00 TP0] Load weight begin.")
+    assert (line.message, line.ranks) == ("Load weight begin.", "TP0")
+
+
+def test_a_fence_line_of_its_own_and_a_backticked_word_stay_harmless() -> None:
+    log = b"```\n`torch_dtype` is deprecated! Use `dtype` instead!\n```log\n"
+    assert _read(log) == (Verdict.STARTING, Phase.LAUNCHING, None)
