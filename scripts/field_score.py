@@ -15,10 +15,13 @@ Parts (each scored on its own, never pooled):
   data since. `blind4`: tests/fixtures/blind4, a fourth part collected the same way, scored
   with main's rules of 2026-12-01 evening; development data since. `blind5`: tests/fixtures/blind5,
   a fifth part collected the same way, scored with main's rules of 2026-12-01 late evening;
-  development data since. `blind7`: tests/fixtures/blind7, a seventh part collected the same
-  way, scored with main's rules of 2026-12-01 night; development data since. `blind9`:
-  tests/fixtures/blind9, a ninth part collected the same way, scored with main's rules of
-  2026-12-01 night; development data since. Either label format is read.
+  development data since. `blind6`: tests/fixtures/blind6, a sixth part (logs from projects
+  downstream of vLLM and SGLang: wrappers, RL stacks, model and hobby repos) collected the same
+  way, scored with main's rules of 2026-12-01 night; development data since. `blind7`:
+  tests/fixtures/blind7, a seventh part collected the same way, scored with main's rules of
+  2026-12-01 night; development data since. `blind9`: tests/fixtures/blind9, a ninth part
+  collected the same way, scored with main's rules of 2026-12-01 night; development data
+  since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -52,6 +55,7 @@ PARTS = {
     "blind3": FIXTURES / "blind3",
     "blind4": FIXTURES / "blind4",
     "blind5": FIXTURES / "blind5",
+    "blind6": FIXTURES / "blind6",
     "blind7": FIXTURES / "blind7",
     "blind9": FIXTURES / "blind9",
 }

@@ -9,8 +9,10 @@ traceback's hint: it names the cause when the exception line does not, or never 
 A frame line hard-wrapped by a paste (`File "/usr/lib/python3.10/dist-p` then
 `ackages/x.py", line 1, in f`) is read joined with its continuation.
 `Exception ignored in:` announces a traceback Python prints and survives (usually at
-interpreter shutdown); its exception never fails a run. Nor does a `CancelledError`: a task
-that was cancelled (a stop, a client gone) names no failure.
+interpreter shutdown); its exception never fails a run. Nor does the exception of the
+traceback vLLM's chat-template helper logs before raising to a caller that catches it
+(signatures.TEMPLATE_CAUGHT). Nor does a `CancelledError`: a task that was cancelled (a stop,
+a client gone) names no failure.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from firedup.logscan.signatures import (
     EXCEPTION_IGNORED,
     EXCEPTION_LINE,
     FRAME_LINE,
+    TEMPLATE_CAUGHT,
     frame_hint,
     is_traceback_header,
 )
@@ -59,6 +62,14 @@ NATIVE_FRAME = re.compile(
     r"\s*(?:frame (?:#\d+|\[#\d+\]\(\S+\)): \S.*? \+ 0x[0-9a-f]+\b"  # a wrap may cut its end
     r"|.*\+ 0x[0-9a-f]+ \(0x[0-9a-f]+ in [^\s()]+\)\s*$)"
 )
+
+
+def _template_caught(message: str) -> bool:
+    """The line announcing a chat template's traceback that its caller catches (or its start,
+    when a paste hard-wrapped it)."""
+    start, tails = TEMPLATE_CAUGHT
+    rest = message[len(start) :] if message.startswith(start) else None
+    return rest is not None and any(tail.startswith(rest) for tail in tails)
 
 
 def is_frame(message: str) -> bool:
@@ -102,7 +113,7 @@ class Tracebacks:
         return self.open > 0 and not self._ignoring and self._since_frame <= _DANGLING_LINES
 
     def see(self, text: str, message: str) -> LineKind:
-        if message.startswith(EXCEPTION_IGNORED):
+        if message.startswith(EXCEPTION_IGNORED) or _template_caught(message):
             self._ignore_next = True
             return LineKind.PLAIN
         if is_traceback_header(message):

@@ -47,7 +47,8 @@ ROUTINE = (
 # tokenizer_manager.py), a batch line behind a rank tag left on it (`[TP0] Decode batch`), an
 # access line shortened without its protocol (`"POST /v1/chat/completions" 200 OK`), and a KV
 # cache connector moving a request's tokens (LMCache: `Retrieved 0 out of 256 required
-# tokens`, `Reqid: chatcmpl-..`, `Stored/updated 1 chunks`, `Store skips 0 tokens`).
+# tokens`, `Reqid: chatcmpl-..`, `Stored/updated 1 chunks`, `Store skips 0 tokens`), and
+# wrappers' re-logged request lines (below).
 # SGLang up to 0.1.x logged a batch as `new fill batch. #seq: 1. #cached_token: ...`
 # (router/model_rpc.py), later ones behind a GPU tag (`[gpu_id=0] Decode batch.`).
 # A request's constrained decoding jumping forward (SGLang 0.2-0.3 schedule_batch.py
@@ -66,6 +67,12 @@ SERVING = re.compile(
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
     r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"
     r"|Stored/updated \d+ chunks|Store skips \d+ tokens)"
+    # Triton's vLLM backend answering one request with an error (model.py's `generate`).
+    r"|\[vllm\] Error generating stream: "
+    # vLLM's request log behind another program's logging format, which puts its own stamp,
+    # vLLM's logger name and the level first (`2024-07-31 16:07:33,561 vllm.engine.async_llm_
+    # engine 2683080 INFO     Added request 1f0e.`: a serving framework's worker log).
+    r"|\s(?:INFO|DEBUG):?\s+(?:Added|Finished|Aborted) request(?:\(s\))? \S+$"
 )
 
 
@@ -151,13 +158,31 @@ _SGLANG_ROUTE = re.compile(
 )
 
 
+# Applying a chat template to a request's messages: vLLM's `apply_hf_chat_template` /
+# `apply_mistral_chat_template` (entrypoints/chat_utils.py) and `safe_apply_chat_template`
+# (renderers/), SGLang's `_apply_jinja_template` (entrypoints/openai/serving_chat.py). vLLM's
+# helper logs its traceback itself ("An error occurred in `transformers` while applying chat
+# template") and raises a ValueError its caller always catches: the request's handler answers
+# 400, and the start-up warm-up of newer releases logs "Chat template warmup failed" and starts
+# on. So the frame is a request's when requests served count (the warm-up runs before the
+# HTTP side is up, in a log that kept its startup).
+_TEMPLATE_FRAME = re.compile(
+    r"(?:^|[\s,])in (?:apply_(?:hf|mistral)_chat_template|safe_apply_chat_template"
+    r"|_apply_jinja_template)\s*$"
+)
+
+
 def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool]) -> bool:
-    """Whether a frame shows a request being served: uvicorn's per-request coroutine or
-    SGLang's OpenAI route when requests served count (any engine; an SGLang log whose startup
-    it kept never counts them, for its warm-up), or one of vLLM's handlers."""
-    routed = asgi_frame(frame) or (
-        ("v1_" in frame or "stream_results" in frame or "_request" in frame)
-        and _SGLANG_ROUTE.search(frame) is not None
+    """Whether a frame shows a request being served: uvicorn's per-request coroutine, SGLang's
+    OpenAI route or a chat template applied when requests served count (any engine; an SGLang
+    log whose startup it kept never counts them, for its warm-up), or one of vLLM's handlers."""
+    routed = (
+        asgi_frame(frame)
+        or (
+            ("v1_" in frame or "stream_results" in frame or "_request" in frame)
+            and _SGLANG_ROUTE.search(frame) is not None
+        )
+        or ("_template" in frame and _TEMPLATE_FRAME.search(frame) is not None)
     )
     if routed and serving_counts():
         return True

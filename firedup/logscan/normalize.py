@@ -34,6 +34,9 @@ _ANSI = re.compile(
     r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"
 )
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# A notebook's output viewer (Modal's, some Jupyter front ends) turns a tqdm count's `/6` and
+# its unit's `/s`, `/it` into links to its own host: `1[/6](https://x.modal.host/6)`.
+_SLASH_LINK = re.compile(r"\[(/\w{1,8})\]\(https?://[^)\s]*\)")
 
 _WRAPPER = re.compile(
     r"(?P<k9s>[│┃║]\s?)"
@@ -98,6 +101,8 @@ def clean(raw: bytes) -> str:
         text = _ANSI.sub("", text)
     if not text.isprintable():
         text = _CONTROL.sub("", text)
+    if "](" in text:
+        text = _SLASH_LINK.sub(r"\1", text)
     return text
 
 

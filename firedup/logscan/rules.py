@@ -190,6 +190,9 @@ BAR_PHASES: tuple[tuple[str, Phase], ...] = (
     ("Capturing batches", Phase.CUDA_GRAPH),
     ("Capturing CUDA graph", Phase.CUDA_GRAPH),  # "graphs" and the older "graph shapes"
     ("Capturing ", Phase.CUDA_GRAPH),  # any other capture: "Capturing prefill CUDA graphs"
+    # vLLM's offline `LLM.generate`/`chat` stepping its engine through prompts (llm.py's
+    # `_run_engine`): the engine is up and serving them (an eval harness, a batch job).
+    ("Processed prompts", Phase.READY),
 )
 
 BAR_LABELS = tuple(needle for needle, _ in BAR_PHASES)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from firedup.logscan.hints import HINTS as HINTS  # the table's hints, where callers look
 from firedup.logscan.model import Reason
+from firedup.logscan.shellwords import SHELL_DEATHS, shell_reports
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ def W(reason: Reason, needle: str, pattern: str) -> Signature:
 _OPTION = r"\[-{1,2}\w[^\[\]]*(?:\[[^\[\]]*\][^\[\]]*)*\]"
 
 R = Reason
+
 SIGNATURES: tuple[Signature, ...] = (
     W(R.CONTEXT_LENGTH, "context", r"context_length \(\d+\) is greater than the derived"),
     # vLLM's "max_model_len (N) is greater than the derived", a fork's "do not support
@@ -132,6 +134,16 @@ SIGNATURES: tuple[Signature, ...] = (
         r"|(?:cannot|trying to) access (?:a )?gated repo",  # huggingface_hub's, transformers
     ),
     W(R.MODEL_NOT_FOUND, "hfvalidationerror", r"hfvalidationerror"),
+    # The Hub refusing a model file or its metadata: requests' `HTTPError` and httpx's
+    # `HTTPStatusError` that huggingface_hub's `hf_raise_for_status` refines (401/403: a gated
+    # or private repo and no token with access; 404: no such repo or file). The Hub's routes
+    # (`/resolve/`, `/api/models/`; ModelScope's `/api/v1/models/`) name whose refusal it is.
+    W(
+        R.MODEL_NOT_FOUND,
+        "client error",
+        r"\b40[134] client error: [\w ]+ for url: \S+/(?:resolve|api/(?:v1/)?models)/"
+        r"|client error '40[134] [\w ]+' for url '\S+/(?:resolve|api/(?:v1/)?models)/",
+    ),
     W(R.MODEL_NOT_FOUND, "unrecognized model", r"unrecognized model in"),
     W(R.MODEL_NOT_FOUND, "invalid repository id", r"invalid repository id"),
     # The model is there but cannot be read: a truncated or corrupt checkpoint.
@@ -216,6 +228,15 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.ENGINE_INIT, "timed out waiting", r"timed out waiting for engine core processes to start"),
     S(R.ENGINE_INIT, "engine process failed to start", r"engine process failed to start"),
     S(R.ENGINE_INIT, "initialization failed due to", r"workerproc initialization failed due to"),
+    # Triton's Python backend: the model's `initialize` (which builds the engine) raised
+    # (pb_stub.cc), so the model failed to load (model_lifecycle.cc). Triton reports it; after
+    # ready it may be another model's (a repository poll), so it fails only a start.
+    Report(
+        R.ENGINE_INIT,
+        "failed to initialize python stub",
+        r"failed to initialize python stub(?: for auto-complete)?: ",
+    ),
+    Report(R.ENGINE_INIT, "failed to load '", r"failed to load '[^']+' version \d+: "),
     # A child that died of SIGKILL: said before the generic "died"/"crashed" rows so the line
     # names the kill (and its OOM-killer hint), whichever words surround it.
     S(R.KILLED, "exit code", r"exit code:? -9\b"),
@@ -256,7 +277,14 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
     S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
     W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
+    *(S(r, name.lower(), shell_reports(name)) for r, name in SHELL_DEATHS if name.isascii()),
 )
+# Rows whose words are not ASCII, read only on the lines that are not (nearly every line an
+# engine prints is ASCII: one check spares the table these rows).
+NON_ASCII_ROWS: tuple[Signature, ...] = tuple(
+    S(r, name.lower(), shell_reports(name)) for r, name in SHELL_DEATHS if not name.isascii()
+)
+_ALL_ROWS = SIGNATURES + NON_ASCII_ROWS
 
 # A traceback's frame line. Users often paste a traceback without its header: frames (and the
 # exception line after them) are evidence on their own.
@@ -278,6 +306,9 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
         # Raised while the command line was parsed (vLLM's FlexibleArgumentParser checks
         # more than argparse does): the arguments were refused.
         ("parse_args", r", in parse_args\s*$", R.BAD_ARGS),
+        # Cut where huggingface_hub turns the Hub's HTTP error into its own (utils/_http.py;
+        # _errors.py before 0.20): the Hub refused the model's files (gated, private, missing).
+        ("hf_raise_for_status", r", in hf_raise_for_status\s*$", R.MODEL_NOT_FOUND),
     )
 )
 
@@ -295,6 +326,17 @@ def is_traceback_header(message: str) -> bool:
 
 
 EXCEPTION_IGNORED = "Exception ignored in"
+# vLLM's chat-template helper logs the traceback of a template that raised ("An error occurred
+# in `transformers` while applying chat template", `mistral_common` too: entrypoints/
+# chat_utils.py, renderers/), then raises a ValueError its callers always catch (a request's
+# handler answers 400; the start-up warm-up logs "Chat template warmup failed" and goes on).
+TEMPLATE_CAUGHT = (
+    "An error occurred in `",
+    (
+        "transformers` while applying chat template",
+        "mistral_common` while applying chat template",
+    ),
+)
 # A traceback's last line: `ValueError: ...`, `torch.OutOfMemoryError: ...`, `KeyboardInterrupt`.
 EXCEPTION_LINE = re.compile(
     r"\s*(?:[A-Za-z_]\w*\.)*\w*(?:Error|Exception|Interrupt|Exit|Failure|Timeout)(?::\s|:?\s*$)"
@@ -313,7 +355,7 @@ def match_signature(message: str) -> Match | None:
     lower = message.lower()
     found: Reason | None = None
     strong = own = False
-    for sig in SIGNATURES:
+    for sig in SIGNATURES if message.isascii() else _ALL_ROWS:
         if sig.needle in lower and sig.pattern.search(message):
             found = found or sig.reason
             strong = strong or sig.strong
@@ -325,7 +367,7 @@ def signature_starts(message: str) -> list[int]:
     """Where in the message each matching row's words begin."""
     lower = message.lower()
     starts = []
-    for sig in SIGNATURES:
+    for sig in SIGNATURES if message.isascii() else _ALL_ROWS:
         if sig.needle in lower:
             found = sig.pattern.search(message)
             if found is not None:

@@ -40,7 +40,11 @@ _NUMBERS = re.compile(r"0+")  # a shape's numbers, whatever their width
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
 _MAX_DEPTH = 2  # learned wrappers nest this deep at most
-_TAG = re.compile(r"(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): (?=\S)")
+# Or the stream's name and a space (LocalAI's `GRPC(model-addr): stderr ` around a backend's
+# lines: the outer part is learned pairwise, this one from what it leaves).
+_TAG = re.compile(
+    r"(?:(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): |std(?:err|out) )(?=\S| +File \")"
+)
 # A container's or a pod's name and a space (no separator), maybe inside another wrapper.
 _WORD = re.compile(r"(?:.*[\])|>:-] )?[A-Za-z][\w.-]{1,40} ")
 _ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
