@@ -149,12 +149,15 @@ def asgi_frame(frame: str) -> bool:
 # entrypoints/api_server.py, Xinference's api/restful_api.py), runs only for a request too.
 # From 0.4.8 the routes call the OpenAI serving classes (srt/entrypoints/openai/serving_*.py),
 # whose `handle_request` logs `Error in request: ...` with the traceback: a frame there by its
-# file, or the base's code line calling the request's half (`self._handle_streaming_request(`).
+# file in the request's flow (handling, validating, converting, building the response or the
+# stream, processing its parts; not `__init__`, built at startup), or the base's code line
+# calling the request's half (`self._handle_streaming_request(`).
 _SGLANG_ROUTE = re.compile(
     r"(?:^|[\s,])in (?:(?:openai_)?v1_(?:chat_)?(?:completions|embeddings)|stream_results)\s*$"
     r"|\bawait v1_(?:chat_)?(?:completions|embeddings)\("
-    r'|/openai/serving_\w+\.py", line \d+, in (?:handle_request|_handle_(?:non_)?streaming_request)'
-    r"\s*$|\bawait self\._handle_(?:non_)?streaming_request\("
+    r'|/openai/serving_\w+\.py", line \d+, in (?:handle_request|_handle_\w+|_validate_request'
+    r"|_convert_to_internal_request|_build_\w+_response|_generate_\w+_stream|_process_\w+)\s*$"
+    r"|\bawait self\._handle_(?:non_)?streaming_request\("
 )
 
 
@@ -179,7 +182,12 @@ def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool
     routed = (
         asgi_frame(frame)
         or (
-            ("v1_" in frame or "stream_results" in frame or "_request" in frame)
+            (
+                "v1_" in frame
+                or "stream_results" in frame
+                or "_request" in frame
+                or "serving_" in frame
+            )
             and _SGLANG_ROUTE.search(frame) is not None
         )
         or ("_template" in frame and _TEMPLATE_FRAME.search(frame) is not None)

@@ -63,7 +63,7 @@ _SGLANG = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
     r"(?P<ranks>(?: [A-Z_]+\d+)*)\] ?"
 )
-_OLD_RANK = re.compile(r"\[(?P<ranks>(?:rank|gpu_id)=\d+)\] ")
+_OLD_RANK = re.compile(r"\[(?P<ranks>(?:rank|gpu(?:_id)?)=\d+)\] ")
 _VLLM_PROC = re.compile(r"\((?P<proc>[^()]*?)\bpid=\d+(?:, ip=[\w.:]+)?\) ")
 _VLLM_LEVEL = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
@@ -78,9 +78,14 @@ _UVICORN_LEVEL = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE)
 _RECORD = re.compile(
     r"\([^()]*?\bpid=\d+(?:, ip=[\w.:]+)?\)"
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\]"
+    r"|\[\d\d:\d\d:\d\d(?: [A-Z_]+\d+)+\]"  # SGLang's time-only stamp of 2024, with its ranks
+    r"|\[(?:rank|gpu(?:_id)?)=\d+\] "  # SGLang 0.1-0.2's rank tag, its lines' only prefix
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
-_RECORD_HINT = re.compile(r"pid=|\[\d{4}-\d\d-\d\d |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-")
+_RECORD_HINT = re.compile(
+    r"pid=|\[\d{4}-\d\d-\d\d |\[\d\d:\d\d:\d\d [A-Z]|\[(?:rank|gpu)\w*=\d"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-"
+)
 FLATTENED_MIN_CHARS = 200  # shorter lines hold one record; only long ones are searched
 
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -234,8 +239,9 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
             stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
             ranks = match.group("ranks").strip() or ranks
             text = text[match.end() :]
-        if text[:1] == "[" and not ranks:
-            text, ranks = _inner_tag(text, stamped=match is not None)
+        if text[:1] == "[" and (match is None or not match.group("ranks")):
+            text, inner = _inner_tag(text, stamped=match is not None)
+            ranks = inner or ranks
         head = text[:1]
     elif head.isdigit():
         match = _THIRD_PARTY.match(text)

@@ -310,3 +310,54 @@ def test_a_fence_glued_to_an_engine_record_is_peeled(fence: str) -> None:
 def test_a_fence_line_of_its_own_and_a_backticked_word_stay_harmless() -> None:
     log = b"```\n`torch_dtype` is deprecated! Use `dtype` instead!\n```log\n"
     assert _read(log) == (Verdict.STARTING, Phase.LAUNCHING, None)
+
+
+def test_the_innermost_frame_of_sglangs_openai_request_flow_alone_is_still_a_request() -> None:
+    log = (
+        b'  File "/x/sglang/srt/entrypoints/openai/serving_chat.py", line 785, in '
+        b"_build_chat_response\n"
+        b"    raise ValueError(\n"
+        b"ValueError: Expected 2 output messages\n"
+    )
+    assert _read(log)[0] is Verdict.READY
+
+
+def test_sglangs_openai_serving_class_built_at_startup_is_no_request() -> None:
+    log = (
+        b'  File "/x/sglang/srt/entrypoints/openai/serving_chat.py", line 122, in __init__\n'
+        b"    self.use_dpsk_v32_encoding = self._use_dpsk_v32_encoding()\n"
+        b"AttributeError: 'NoneType' object has no attribute 'architectures'\n"
+    )
+    assert _read(log)[0] is Verdict.FAILED
+
+
+# -- SGLang's older record starts found further in a line (field/rank_tag_before_sglang_...) --
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        "[09:14:02 TP0] Token fusion between input and output, try to avoid this.",
+        "[gpu=0] Prefill batch. #new-seq: 1, #new-token: 311, #running-req: 57",
+        "[gpu_id=0] Decode batch. #running-req: 60, #token: 30112",
+    ],
+)
+@pytest.mark.parametrize("wrapper", ["[rank0]: ", "srun: ", "0: [rank0]: "])
+def test_sglangs_older_records_behind_a_wrapper_on_number_only_lines_are_found(
+    record: str, wrapper: str
+) -> None:
+    log = "".join(f"{wrapper}{record.replace('0', str(n), 1)}\n" for n in range(3))
+    assert _read(log.encode())[0] is Verdict.READY
+
+
+def test_a_bracketed_time_without_ranks_starts_no_record() -> None:
+    log = b"[rank0]: job finished at [09:14:02] with status 0\n" * 2
+    assert _read(log)[0] is Verdict.STARTING
+
+
+def test_a_ray_tag_before_a_collectors_stamp_and_sglangs_is_peeled_too() -> None:
+    line = parse_line(
+        "(LLMServer pid=1200, ip=10.0.0.1) [2025-03-11 16:44:27] [2025-03-11 01:44:27 TP0] "
+        "Decode batch. #running-req: 5"
+    )
+    assert (line.message, line.ranks) == ("Decode batch. #running-req: 5", "TP0")
