@@ -48,6 +48,9 @@ _TAG = re.compile(
 # A container's or a pod's name and a space (no separator), maybe inside another wrapper.
 _WORD = re.compile(r"(?:.*[\])|>:-] )?[A-Za-z][\w.-]{1,40} ")
 _ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
+# A tqdm bar (`Capturing CUDA graphs:  10%|`, vLLM's `Loading ... shards:   2% Completed |`):
+# its label and reading are the message, so two redraws never teach a wrapper.
+_BAR = re.compile(r"[A-Z][^%|:]{0,80}:\s*\d{1,3}%(?:\||\s+Completed \|)")
 
 
 class Wrappers:
@@ -102,8 +105,11 @@ class Wrappers:
         shape = text[:_LOOK_CHARS].translate(_DIGITS)
         if not self.teaches(text):
             return text  # a wrapper alone (`srun: ` on a blank line) teaches nothing
-        self._previous = shape
-        learned = _learn(previous, shape, text) or self._tag(text)
+        if "%" in text and _BAR.search(text, 0, _LOOK_CHARS) is not None:
+            learned = self._tag(text)  # a bar's label is no wrapper: only a tag before it is
+        else:
+            self._previous = shape
+            learned = _learn(previous, shape, text) or self._tag(text)
         if learned is None:
             return text
         self._pattern = learned
@@ -125,7 +131,10 @@ class Wrappers:
 
     def _tag(self, text: str) -> re.Pattern[str] | None:
         tag = _TAG.match(text)
-        if tag is None or self._plain is None or not self._plain(text[tag.end() :]):
+        if tag is None or self._plain is None:
+            return None
+        rest = text[tag.end() :]
+        if not self._plain(rest) and _BAR.match(rest) is None:  # a bar is plainly a program's
             return None
         return _free_digits(tag.group())
 

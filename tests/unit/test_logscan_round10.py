@@ -361,3 +361,32 @@ def test_a_ray_tag_before_a_collectors_stamp_and_sglangs_is_peeled_too() -> None
         "Decode batch. #running-req: 5"
     )
     assert (line.message, line.ranks) == ("Decode batch. #running-req: 5", "TP0")
+
+
+# -- a bar's label is no wrapper (field/journal_wrapped_shard_bars_redrawn_per_line) ---------
+
+
+def _bars(prefix: str) -> bytes:
+    redraws = [(1, "18.30it/s"), (3, " 4.87it/s"), (5, " 4.21it/s")]
+    return "".join(
+        f"{prefix}Loading safetensors checkpoint shards:   {done}% Completed | {done}/97 "
+        f"[00:00<00:05, {rate}]\n"
+        for done, rate in redraws
+    ).encode()
+
+
+@pytest.mark.parametrize("prefix", ["Mar 04 09:12:02 node7 vllm[881]: ", "srun: ", "0: "])
+def test_shard_bars_redrawn_on_lines_behind_a_prefix_are_all_read(prefix: str) -> None:
+    state = explain(_bars(prefix))
+    assert state.phase is Phase.LOADING_WEIGHTS
+    assert state.progress is not None and (state.progress.done, state.progress.total) == (5, 97)
+
+
+def test_tqdm_bars_behind_a_tag_are_read_too() -> None:
+    log = b"".join(
+        f"srun: Capturing CUDA graphs:  {p}%|##  | {n}/67 [00:0{n}<00:30, {r}it/s]\n".encode()
+        for p, n, r in ((3, 2, "12.1"), (4, 3, " 9.8"), (6, 4, " 2.2"))
+    )
+    state = explain(log)
+    assert state.phase is Phase.CUDA_GRAPH
+    assert state.progress is not None and state.progress.done == 4
