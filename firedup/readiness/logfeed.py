@@ -20,6 +20,7 @@ from firedup.engine import Engine
 from firedup.errors import CommandTimeoutError
 from firedup.launch.runs import RunMeta
 from firedup.logscan import (
+    HINTS,
     EarlierLaunch,
     EventKind,
     LogScanner,
@@ -55,12 +56,14 @@ def _earlier(data: dict[str, Any] | None) -> EarlierLaunch | None:
 
 
 def scan_from_json(data: dict[str, Any]) -> ScanState:
-    """The inverse of ScanState.to_json: the node's snapshot as the operator's value."""
+    """The inverse of ScanState.to_json: the node's snapshot as the operator's value. The node
+    ships no hint texts (shipping.STAND_INS): a reason's hint comes from the operator's table."""
+    reason = Reason(data["reason"]) if data.get("reason") else None
     return ScanState(
         verdict=Verdict(data["verdict"]),
         phase=Phase(data["phase"]),
-        reason=Reason(data["reason"]) if data.get("reason") else None,
-        hint=data.get("hint"),
+        reason=reason,
+        hint=data.get("hint") or (HINTS.get(reason) if reason else None),
         excerpt=tuple(data.get("excerpt") or ()),
         progress=_progress(data.get("progress")),
         engine=Engine(data["engine"]) if data.get("engine") else None,

@@ -31,6 +31,12 @@ from firedup.readiness.shipsource import shipped_text
 ENTRY = "firedup.readiness.nodeside"  # the wait's reader
 FACTS = "firedup.readiness.nodefacts"  # status's and top's facts
 MAX_PRELUDE = 4096  # bytes kept while looking for the marker (login-shell chatter before it)
+# What the operator keeps to itself: a module the reader's and status's bundles carry as a
+# stand-in. The hints are words for the operator's screen: the node's states carry none, and
+# logfeed.scan_from_json adds them from the operator's own table (the argument stays small).
+# The watch ships the real table: it writes hints into its own notifications.
+STAND_INS = {"firedup.logscan.hints": "HINTS = {}\n"}
+LEAN = frozenset({ENTRY, FACTS})
 
 # Imports the shipped modules from memory: SRC is {module name: (is package, source)}.
 # A meta path finder and loader by duck typing: importing importlib.abc alone costs 60 ms.
@@ -123,7 +129,8 @@ def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
         name = todo.pop()
         if name in found:
             continue
-        shipped = _shipped(name)
+        shipped = _stand_in(name) if entry in LEAN else None
+        shipped = shipped or _shipped(name)
         if shipped is None:
             continue  # `from package import name` where name is not a module
         is_package, text, imports = shipped
@@ -139,6 +146,10 @@ def _bundle(entry: str) -> dict[str, tuple[bool, str]]:
         for i in range(1, len(parts)):
             found.setdefault(".".join(parts[:i]), (True, ""))
     return found
+
+
+def _stand_in(name: str) -> tuple[bool, str, frozenset[str]] | None:
+    return (False, STAND_INS[name], frozenset()) if name in STAND_INS else None
 
 
 @cache

@@ -64,7 +64,9 @@ def test_every_fixture_gets_the_same_verdict_on_the_node_as_here() -> None:
             return f"{log.name}: mode {parser.mode}, {len(states)} states"
         final = states[-1]
         want, tail = _operator_side(log, engine)
-        if final["scan"] != want or final["tail"] != tail:
+        if final["scan"]["hint"] is not None:  # the hint texts stay with the operator
+            return f"{log.name}: the node sent a hint: {final['scan']['hint']}"
+        if {**final["scan"], "hint": want["hint"]} != want or final["tail"] != tail:
             return f"{log.name}: node {final['scan']} != here {want}"
         if final["offset"] != log.stat().st_size:
             return f"{log.name}: node read {final['offset']} of {log.stat().st_size} bytes"
@@ -83,6 +85,9 @@ def test_the_bundle_is_the_reader_and_the_classifier_and_small() -> None:
     assert {"firedup.readiness.nodeside", "firedup.logscan.scanner", "firedup.engine"} <= names
     assert not any(n.startswith(("firedup.config", "firedup.node", "firedup.ops")) for n in names)
     assert bundle()["firedup"] == (True, "")  # parent packages ship empty
+    assert bundle()["firedup.logscan.hints"] == (False, "HINTS = {}\n")  # the operator's words
+    watch = bundle("firedup.readiness.nodewatch")  # the watch writes hints: it has them all
+    assert "HINTS = {}" not in watch["firedup.logscan.hints"][1]
     # One argument per wait: far below MAX_ARG_STRLEN's 128 KiB (the look from /proc, issue 24,
     # moved probe.sh's work into the bundle).
     assert len(bundle_arg()) < 40_000
@@ -149,7 +154,7 @@ def test_a_verdict_behind_a_burst_of_noise_is_sent_before_the_backlog(
     assert first["offset"] < log.stat().st_size // 2  # sent long before the reader got there
     if want == "failed":
         assert first["scan"]["reason"] == "oom"
-    assert states[-1]["scan"] == _operator_side(log, "sglang")[0]
+    assert scan_from_json(states[-1]["scan"]).to_json() == _operator_side(log, "sglang")[0]
 
 
 def test_relative_imports_are_followed_into_the_bundle() -> None:
