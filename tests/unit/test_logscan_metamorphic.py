@@ -49,12 +49,10 @@ KNOWN_BREAKS = {
     "compose+torchserve": 4,
     "srun+rank": 4,
     "elastic_default": 5,
-    # hard wraps: unwrap.py joins them once the scanner feeds it (the lead's patch, the docs)
-    "wrap80": 16,
-    "wrap100": 9,
-    "wrap120": 2,
-    "compose+wrap100": 5,
-    "wrap80_indented": 24,
+    # hard wraps: unwrap.py joins them once it has learned the width (the first ones pass)
+    "wrap80": 6,
+    "compose+wrap100": 1,
+    "wrap80_indented": 10,
     "trailing": 1,  # blind3's quoted console: a viewer's column read as a wrapper's end
     "json_dumped": 8,  # a dumped piece under 200 characters is not searched for lines
     "stamp_after": 1,  # vLLM's launch banner behind a logger's name no longer starts a launch
