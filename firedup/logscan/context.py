@@ -18,11 +18,12 @@ import re
 _LITERAL = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""")
 
 # A stop asked for from outside: a signal received, the API server's own shutdown order, or
-# the terminal's echo of a Ctrl-C (`^C`, caret notation, at the start of a line: the tty sent
-# SIGINT to the foreground job; the ETX byte itself is dropped as a control byte).
+# the terminal's echo of a Ctrl-C (`^C`, caret notation, at the start of a line or glued to the
+# end of the last output: the tty sent SIGINT to the foreground job; the ETX byte itself is
+# dropped as a control byte).
 STOP_TRIGGER = re.compile(
     r"(?i)\b(?:received|receive|got|caught) (?:signal[= ]?|a )?SIG(?:TERM|INT)\b"
-    r"|^\[shutdown\] API server: shutdown triggered|^(?:\^C)+(?:\s|$)"
+    r"|^\[shutdown\] API server: shutdown triggered|^(?:\^C)+(?:\s|$)|\S\^C$"
 )
 # Lines of an orderly shutdown; after ready any of them means the server is being stopped.
 _SHUTDOWN = re.compile(
@@ -58,7 +59,7 @@ def only_quoted(message: str, needles: tuple[str, ...]) -> bool:
 
 
 _STOP_HINTS = re.compile(
-    r"SIG|Shutting|Waiting for|Application shutdown|Finished|\[shutdown\]|^\^C"
+    r"SIG|Shutting|Waiting for|Application shutdown|Finished|\[shutdown\]|^\^C|\^C$"
 )
 
 

@@ -390,3 +390,8 @@ def test_tqdm_bars_behind_a_tag_are_read_too() -> None:
     state = explain(log)
     assert state.phase is Phase.CUDA_GRAPH
     assert state.progress is not None and state.progress.done == 4
+
+
+def test_a_ctrl_c_echoed_after_the_last_output_on_its_line_is_a_stop() -> None:
+    hung = _VLLM_START + b"INFO 04-02 14:10:06 pynccl.py:63] vLLM is using nccl==2.20.5^C\n"
+    assert _read(hung + _CUT_TRACEBACK) == (Verdict.STARTING, Phase.INIT_DISTRIBUTED, None)
