@@ -13,6 +13,8 @@ from the line's index). tests/unit/test_logscan_metamorphic.py runs them on labe
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Callable, Sequence
 
 Transform = Callable[[bytes], bytes]
@@ -219,6 +221,154 @@ def line_ends(data: bytes) -> list[int]:
     return ends
 
 
+# -- the damage pastes show (each transform says where it is seen) ------------------------
+
+
+def docker_json(data: bytes) -> bytes:
+    """docker's json-file driver: what `cat /var/lib/docker/containers/*/*-json.log` shows,
+    one JSON record per line, the line's own newline escaped inside it."""
+    out = []
+    for i, line in enumerate(_lines(data)):
+        hour, minute, second = _clock(i)
+        stamp = f"2024-05-01T{hour:02d}:{minute:02d}:{second:02d}.{i * 7919 % 10**9:09d}Z"
+        out.append(json.dumps({"log": line + "\n", "stream": "stderr", "time": stamp}))
+    return _join(out)
+
+
+def journal_iso(i: int) -> str:  # journalctl -o short-iso (and short-iso-precise, every other)
+    hour, minute, second = _clock(i)
+    frac = f".{i * 7919 % 10**6:06d}" if i % 2 else ""
+    return f"2024-05-01T{hour:02d}:{minute:02d}:{second:02d}{frac}+0000 gpu-node vllm[1234]: "
+
+
+def journal_precise(i: int) -> str:  # journalctl -o short-precise
+    hour, minute, second = _clock(i)
+    return f"Dec 01 {hour:02d}:{minute:02d}:{second:02d}.{i * 7919 % 10**6:06d} gpu-node vllm[9]: "
+
+
+_LOCALE_MONTHS = ("déc.", "Dez", "dic", "дек", "12月")  # fr, de, es, ru; ja is not a word
+
+
+def journal_locale(i: int) -> str:  # journalctl under LANG=fr_FR (and de, es, ru) month names
+    hour, minute, second = _clock(i)
+    month = _LOCALE_MONTHS[i // 50 % 4]
+    return f"{month} 01 {hour:02d}:{minute:02d}:{second:02d} gpu-node vllm[1234]: "
+
+
+def kubectl_prefix(i: int) -> str:  # kubectl logs --prefix --timestamps
+    return f"[pod/vllm-7d9f8-x2k4q/vllm] {kubectl(i)}"
+
+
+def elastic_default(_: int) -> str:  # torchrun --tee 3: `[default0]:` with no space after it
+    return "[default0]:"
+
+
+def collector_bracket(_: int) -> str:  # stern, a log collector's `[pod-name] `
+    return "[vllm-7d9f8-x2k4q] "
+
+
+def collector_bar(_: int) -> str:  # a log collector's `pod-name | ` (stern's, a Loki export)
+    return "vllm-7d9f8-x2k4q | "
+
+
+def quote(data: bytes) -> bytes:
+    """A GitHub email reply or a Markdown quote: `> ` on every line, `>` on a blank one."""
+    return _join([f"> {line}" if line else ">" for line in _lines(data)])
+
+
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}
+
+
+def html_entities(data: bytes) -> bytes:
+    """A log scraped from a web page's text (a forum, a rendered issue) kept its entities."""
+    pattern = re.compile("[&<>\"']")
+    return _join([pattern.sub(lambda m: _ENTITIES[m.group()], line) for line in _lines(data)])
+
+
+def json_dumped(every: int = 8) -> Transform:
+    """A log dumped as a JSON string (a notebook's output cell, an API's error body): lines
+    joined by a literal `\\n`, quotes escaped, several records on one physical line."""
+
+    def apply(data: bytes) -> bytes:
+        lines = _lines(data)
+        chunks = ["\n".join(lines[at : at + every]) for at in range(0, len(lines), every)]
+        return _join([json.dumps(chunk, ensure_ascii=False)[1:-1] for chunk in chunks])
+
+    return apply
+
+
+_RECORD = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
+    r"(?P<time>\d\d:\d\d:\d\d)(?:\.\d+)? \[?(?P<file>[^\s\]:]+):(?P<no>\d+)\] (?P<msg>.*)"
+)
+
+
+def stamp_after(data: bytes) -> bytes:
+    """vLLM's records in LMCache 0.1's format (lmcache_vllm, 2024): `%(levelname)s %(name)s:
+    %(message)s [%(asctime)s] -- %(pathname)s:%(lineno)d`, the stamp after the message."""
+    out = []
+    for line in _lines(data):
+        match = _RECORD.fullmatch(line)
+        if match is None:
+            out.append(line)
+            continue
+        month, day = match.group("md").split("-")
+        stamp = f"[2024-{month}-{day} {match.group('time')},123]"
+        path = f"/opt/venv/lib/python3.10/site-packages/vllm/{match.group('file')}"
+        out.append(f"{match.group('level')} vllm: {match.group('msg')} {stamp} -- {path}:7")
+    return _join(out)
+
+
+def glued(data: bytes) -> bytes:
+    """A whole excerpt glued onto one line: a comment box or a chat that dropped newlines."""
+    return _join([" ".join(line.strip() for line in _lines(data) if line.strip())])
+
+
+def hard_wrap_indented(width: int, indent: str = "  ") -> Transform:
+    """A terminal or a viewer wrapping at `width` with the continuation indented inside the
+    same width (rich's console, a pager with a hanging indent)."""
+
+    def apply(data: bytes) -> bytes:
+        out: list[str] = []
+        for line in _lines(data):
+            if "\r" in line or len(line) <= width:
+                out.append(line)
+                continue
+            out.append(line[:width])
+            step = width - len(indent)
+            out.extend(indent + line[at : at + step] for at in range(width, len(line), step))
+        return _join(out)
+
+    return apply
+
+
+_FRAME = re.compile(r'(\s*File ")(/[^"]+)(")')
+
+
+def windows_paths(data: bytes) -> bytes:
+    """A traceback from a Windows install (WSL's host side, a Windows venv): frame paths with
+    a drive letter and backslashes."""
+
+    def windows(match: re.Match[str]) -> str:
+        return match.group(1) + "C:" + match.group(2).replace("/", "\\") + match.group(3)
+
+    return _join([_FRAME.sub(windows, line, count=1) for line in _lines(data)])
+
+
+_BAR_LINE = re.compile(r".*\d%(?: Completed)? ?\|")
+
+
+def cr_bars(data: bytes) -> bytes:
+    """A bar's redraws as tqdm writes them to a file: `\\r` between them, one physical line."""
+    out: list[str] = []
+    for line in _lines(data):
+        if out and _BAR_LINE.match(line) and _BAR_LINE.match(out[-1].rsplit("\r", 1)[-1]):
+            out[-1] += "\r" + line
+        else:
+            out.append(line)
+    return _join(out)
+
+
 WRAPPERS: dict[str, Transform] = {
     "journal": per_line(journal),
     "kubectl": per_line(kubectl),
@@ -235,6 +385,16 @@ WRAPPERS: dict[str, Transform] = {
     "compose+torchserve": nested(per_line(torchserve), per_line(compose)),
     "srun+rank": nested(per_line(rank), per_line(srun_label)),
     "border+kubectl": nested(per_line(kubectl), border),
+    "docker_json": docker_json,
+    "journal_iso": per_line(journal_iso),
+    "journal_precise": per_line(journal_precise),
+    "journal_locale": per_line(journal_locale),
+    "kubectl_prefix": per_line(kubectl_prefix),
+    "elastic_default": per_line(elastic_default),
+    "collector_bracket": per_line(collector_bracket),
+    "collector_bar": per_line(collector_bar),
+    "quote": quote,
+    "quote+compose": nested(per_line(compose), quote),
 }
 
 VLLM_WRAPPERS: dict[str, Transform] = {
@@ -254,4 +414,11 @@ TEXT: dict[str, Transform] = {
     "noise": noise(),
     "compose+wrap100": nested(per_line(compose), hard_wrap(100)),
     "crlf+ansi+journal": nested(ansi, per_line(journal), crlf),
+    "html_entities": html_entities,
+    "json_dumped": json_dumped(),
+    "stamp_after": stamp_after,
+    "glued": glued,
+    "wrap80_indented": hard_wrap_indented(80),
+    "windows_paths": windows_paths,
+    "cr_bars": cr_bars,
 }

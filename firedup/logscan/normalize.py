@@ -17,18 +17,15 @@ record's prefix. Wrappers with no engine record behind them are learned from the
 
 from __future__ import annotations
 
-import calendar
 import re
 from collections.abc import Callable
-from datetime import datetime, timedelta
-from functools import lru_cache
-from typing import NamedTuple, Optional, Tuple  # noqa: UP035 - RawStamp is built at runtime on 3.8
+from typing import NamedTuple
 
+from firedup.logscan.clock import Clock as Clock  # where the scanner and tests look
+from firedup.logscan.clock import RawStamp, hms, iso_stamp, month_day_stamp, stamp_of
+from firedup.logscan.damage import docker_record, glued_traceback, json_dumped, unescape_entities
 from firedup.logscan.harmless import is_routine
 from firedup.logscan.signatures import EXCEPTION_LINE
-
-# (year, month, day, hour, minute, second, microsecond); None where the log omits it.
-RawStamp = Tuple[Optional[int], Optional[int], Optional[int], int, int, int, int]  # noqa: UP006, UP045
 
 _ANSI = re.compile(
     r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"
@@ -42,14 +39,15 @@ _WRAPPER = re.compile(
     r"(?P<k9s>[│┃║]\s?)"
     r"|(?P<kube>\[pod/[^\]]*\]\s)"
     r"|(?:(?P<jmon>[^\W\d_]{3,4}\.?) +(?P<jday>\d{1,2}) (?P<jtime>\d\d:\d\d:\d\d)"
-    r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)[+-]\d{4}) \S+ [\w.@/:-]+(?:\[\d+\])?: "
+    r"|(?P<jiso>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d))(?:\.\d+)?(?(jiso)[+-]\d{4}) "
+    r"\S+ [\w.@/:-]+(?:\[\d+\])?: "  # journalctl's short, short-iso and their -precise
     r"|(?P<docker>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)(?:Z|[+-]\d\d:?\d\d)? "
     r"(?:std(?:out|err) [FP] )?"  # the kubelet's CRI log files: stream and partial-line tag
     # A log viewer's column (a cloud console, Grafana): `2025-03-11 09:47:23.058<TAB>`. A stamp
     # and a space is the program's own format (Python logging's asctime, KServe's): kept.
     r"|(?P<viewer>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\t"
     # A Markdown quote around the paste, and the blank columns a viewer's copy leaves.
-    r"|(?P<quote>>[ \t]+)"
+    r"|(?P<quote>>(?:[ \t]*\t[ \t]*|[ \t]))"  # blanks with a tab: a viewer's; spaces: the log's
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
@@ -64,11 +62,19 @@ _SGLANG = re.compile(
 _VLLM_PROC = re.compile(r"\((?P<proc>[^()]*?)\bpid=\d+(?:, ip=[\w.:]+)?\) ")
 _VLLM_LEVEL = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
-    r"(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? \[?[^\s\]]+:\d+\] ?"
-)
+    r"(?P<time>\d\d:\d\d:\d\d)(?:\.(?P<frac>\d{1,6}))? (?:\[?[^\s\]]+:\d+\] ?|\[?[^\s\]]*$)"
+)  # a hard wrap may cut the line inside `[file:N]`: the rest is the next line's (_TAIL)
+_TAIL = re.compile(r"(?:[\d:.]{1,8} \[|\[)?[\w.-]*\.py:\d+\] ")  # the wrap's rest of `[file.py:N] `
 _THIRD_PARTY = re.compile(
     r"(?P<date>\d{4}-\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d),(?P<frac>\d{3}) - (?P<level>[A-Z]+) - "
 )
+# A stamp after the message (lmcache_vllm 0.1's logger, 2024): `%(levelname)s %(name)s:
+# %(message)s [%(asctime)s] -- %(pathname)s:%(lineno)d`.
+_STAMP_AFTER = re.compile(
+    r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) (?P<message>[\w.-]+: .*) \[(?P<date>\d{4}-"
+    r"\d\d-\d\d) (?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?\] -- \S+:\d+$"
+)
+_TRAILING = re.compile(r"\[[^\]]*\] -- \S+:\d+$")
 _UVICORN_LEVEL = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE):\s+")
 
 # Where an engine record starts: a vLLM/Ray process tag, an SGLang stamp, a vLLM level stamp.
@@ -78,6 +84,7 @@ _RECORD = re.compile(
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _RECORD_HINT = re.compile(r"pid=|\[\d{4}-\d\d-\d\d |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-")
+_LOOK = 160  # a record behind a wrapper starts this near the line's start
 FLATTENED_MIN_CHARS = 200  # shorter lines hold one record; only long ones are searched
 
 _MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -94,10 +101,14 @@ class Line(NamedTuple):  # a tuple: built for every line of a log, it must be ch
 
 def clean(raw: bytes) -> str:
     text = raw.decode("utf-8", "replace")
+    if text.startswith('{"log":'):
+        text = docker_record(text)
     if "\x1b" in text or "^[" in text:
         text = _ANSI.sub("", text)
     if not text.isprintable():
         text = _CONTROL.sub("", text)
+    if "&" in text:  # a log copied from a web page's text kept its entities (`&quot;`)
+        text = unescape_entities(text)
     if "](" in text:
         text = _SLASH_LINK.sub(r"\1", text)
     return text
@@ -132,17 +143,18 @@ def parse_line(
         if match.group("k9s"):
             text = _K9S_TAIL.sub("", text)
     message, own_stamp, ranks, level = _engine_prefix(text)
-    if not level and own_stamp is None and not is_routine(message):
+    if not level and own_stamp is None:
         # No engine prefix, or process tags alone: look further in (wrappers nest inside tags)
-        inner = _embedded(message)
-        if inner is None and peel is not None:
-            inner = peel(message)
+        inner = _embedded(message)  # serving traffic too: a record behind a tag (`srun: (...`)
+        if inner is None and peel is not None and not is_routine(message):
+            inner = peel(message)  # the bulk (NCCL INFO, access lines) teaches no wrapper
         elif inner is not None and saw is not None:
             saw(message[: len(message) - len(inner)])
         if inner is not None and inner is not message:
-            text = text[: len(text) - len(message)] + inner
-            message, own_stamp, inner_ranks, level = _engine_prefix(inner)
-            ranks = inner_ranks or ranks
+            inside = parse_line(inner)  # a known wrapper inside a learned one (`srun: │ ...`)
+            text = text[: len(text) - len(message)] + inside.text
+            message, own_stamp, level = inside.message, inside.stamp, inside.level
+            ranks = inside.ranks or ranks
     if message[-1:] == " ":  # trailing blanks (an editor, a paste) mean nothing
         message = message.rstrip()
     return Line(text, message, stamp or own_stamp, ranks or tag, level)
@@ -181,8 +193,12 @@ def _embedded(text: str) -> str | None:
     if _RECORD_HINT.search(text, 1) is None or EXCEPTION_LINE.match(text):
         return None
     for tries, match in enumerate(_RECORD.finditer(text, 1)):
-        if tries == 3 or "Traceback" in text[: match.start()]:
-            return None
+        if (
+            tries == 3
+            or "Traceback" in text[: match.start()]
+            or _TRAILING.match(text, match.start())
+        ):
+            return None  # a stamp after its message (_STAMP_AFTER) starts no record
         inner = text[match.start() :]
         if _engine_prefix(inner)[0] is not inner:
             return inner
@@ -191,6 +207,10 @@ def _embedded(text: str) -> str | None:
 
 def split_records(text: str) -> list[str]:
     """A flattened line cut into its records; a line of one record comes back whole."""
+    if "\\n" in text:
+        lines = json_dumped(text, _has_record, _plain_piece)
+        if lines is not None:
+            return lines
     starts = []
     last_end = -2
     for match in _RECORD.finditer(text):
@@ -198,24 +218,33 @@ def split_records(text: str) -> list[str]:
             starts.append(match.start())
         last_end = match.end()
     if len(starts) < 2:
-        return [text]
+        # a record's message may hold a traceback as text (a prompt logged): not glued lines
+        return (None if starts and starts[0] < _LOOK else glued_traceback(text)) or [text]
     bounds = [0, *starts] if starts[0] else starts
     ends = [*bounds[1:], len(text)]
     return [text[a:b] for a, b in zip(bounds, ends) if text[a:b].strip()]  # noqa: B905 (3.8)
 
 
+def _has_record(piece: str) -> bool:
+    return _RECORD.search(piece, 0, _LOOK) is not None
+
+
+def _plain_piece(piece: str) -> bool:
+    return engine_says(parse_line(piece).message.lstrip())
+
+
 def _wrapper_stamp(match: re.Match[str]) -> RawStamp | None:
     if match.group("docker"):
-        return _iso_stamp(match.group("docker"))
+        return iso_stamp(match.group("docker"))
     if match.group("viewer"):
-        return _iso_stamp(match.group("viewer").replace(" ", "T"))
+        return iso_stamp(match.group("viewer").replace(" ", "T"))
     if match.group("jiso"):
-        return _iso_stamp(match.group("jiso"))
+        return iso_stamp(match.group("jiso"))
     if match.group("jmon"):
         month = _MONTHS.get(match.group("jmon")[:3].capitalize())
         if month is None:  # a locale's month name (`авг`): the engine's own stamp tells
             return None
-        return (None, month, int(match.group("jday")), *_hms(match.group("jtime")), 0)
+        return (None, month, int(match.group("jday")), *hms(match.group("jtime")), 0)
     return None
 
 
@@ -228,105 +257,28 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     if head == "[":
         match = _SGLANG.match(text)
         if match:
-            stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
+            stamp = stamp_of(match.group("date"), match.group("time"), match.group("frac"))
             ranks = match.group("ranks").strip() or ranks
             text = text[match.end() :]
             head = text[:1]
     elif head.isdigit():
         match = _THIRD_PARTY.match(text)
         if match:
-            stamp = _stamp(match.group("date"), match.group("time"), match.group("frac"))
+            stamp = stamp_of(match.group("date"), match.group("time"), match.group("frac"))
             return text[match.end() :], stamp, ranks, match.group("level")
     if head in _LEVEL_STARTS:
         match = _VLLM_LEVEL.match(text)
         if match:
             level = match.group("level")
-            stamp = _month_day_stamp(match.group("md"), match.group("time"), match.group("frac"))
+            stamp = month_day_stamp(match.group("md"), match.group("time"), match.group("frac"))
             text = text[match.end() :]
+        elif (after := _STAMP_AFTER.match(text)) is not None:
+            stamp = stamp_of(after.group("date"), after.group("time"), after.group("frac"))
+            return after.group("message"), stamp, ranks, after.group("level")
         uvicorn = _UVICORN_LEVEL.match(text) if text[:1] in _LEVEL_STARTS else None
         if uvicorn:
             level = level or uvicorn.group("level")
             text = text[uvicorn.end() :]
+    elif (head.islower() or head.isdigit() or head == "_") and (tail := _TAIL.match(text)):
+        text = text[tail.end() :]
     return text, stamp, ranks, level
-
-
-@lru_cache(maxsize=64)  # neighbouring lines share their second: parse each stamp once
-def _stamp(date: str | None, time: str, frac: str | None) -> RawStamp:
-    if date is None:
-        return (None, None, None, *_hms(time), _micro(frac))
-    year, month, day = date.split("-")
-    return (int(year), int(month), int(day), *_hms(time), _micro(frac))
-
-
-@lru_cache(maxsize=64)
-def _month_day_stamp(month_day: str, time: str, frac: str | None) -> RawStamp:
-    month, day = month_day.split("-")
-    return (None, int(month), int(day), *_hms(time), _micro(frac))
-
-
-def _iso_stamp(text: str) -> RawStamp:
-    date, _, rest = text.partition("T")
-    time, _, frac = rest.partition(".")
-    return _stamp(date, time, frac or None)
-
-
-def _hms(time: str) -> tuple[int, int, int]:
-    hour, minute, second = time.split(":")
-    return int(hour), int(minute), int(second)
-
-
-def _micro(frac: str | None) -> int:
-    return int(frac[:6].ljust(6, "0")) if frac else 0
-
-
-class Clock:
-    """Turns partial timestamps into datetimes, borrowing what they omit from earlier lines.
-
-    vLLM and journalctl print no year and old SGLang prints only the time of day; the missing
-    parts come from the last complete timestamp, else from `year` (the caller may know it:
-    the file's mtime, today), else 1900-01-01. A time-only stamp that jumps back by more than
-    12 hours has crossed midnight.
-    """
-
-    def __init__(self, year: int | None = None) -> None:
-        self.last: datetime | None = None
-        self._year = year
-        self._cache: tuple[RawStamp, datetime] | None = None
-
-    def resolve(self, raw: RawStamp | None) -> datetime | None:
-        if raw is None:
-            return None
-        if self._cache is not None and self._cache[0] == raw:
-            return self._cache[1]
-        moment = self._build(raw)
-        if moment is not None:
-            self.last = moment
-            self._cache = (raw, moment)
-        return moment
-
-    def _build(self, raw: RawStamp) -> datetime | None:
-        year, month, day, hour, minute, second, micro = raw
-        try:
-            if year is not None and month is not None and day is not None:
-                self._year = year
-                return datetime(year, month, day, hour, minute, second, micro)
-            if month is not None and day is not None:
-                return datetime(
-                    self._guess_year(month, day), month, day, hour, minute, second, micro
-                )
-            return self._time_only(hour, minute, second, micro)
-        except ValueError:  # an impossible date is noise, not a reason to fail the scan
-            return None
-
-    def _guess_year(self, month: int, day: int) -> int:
-        year = self._year or (self.last.year if self.last else 1900)
-        if (month, day) == (2, 29) and not calendar.isleap(year):
-            return 2000
-        return year
-
-    def _time_only(self, hour: int, minute: int, second: int, micro: int) -> datetime:
-        base = self.last or datetime(self._year or 1900, 1, 1)
-        moment = base.replace(hour=hour, minute=minute, second=second, microsecond=micro)
-        if self.last is not None and moment < self.last - timedelta(hours=12):
-            moment += timedelta(days=1)
-        return moment

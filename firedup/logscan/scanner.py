@@ -49,6 +49,7 @@ from firedup.logscan.rules import (
 )
 from firedup.logscan.segments import Segmenter
 from firedup.logscan.serving import WRAP_MIN_CHARS, ServingRules, continues
+from firedup.logscan.unwrap import Unwrapper
 from firedup.logscan.wrappers import Wrappers
 
 _MAX_HELD = 4  # lines held while no line has taught the log's wrapper yet
@@ -61,6 +62,7 @@ class LogScanner(FailureRules, ServingRules):
         self._given = engine
         self._detect = engine is None
         self._segments = Segmenter()
+        self._unwrap = Unwrapper()
         self._clock = Clock(year)
         self._bytes = 0
         self._last_line = ""
@@ -102,7 +104,8 @@ class LogScanner(FailureRules, ServingRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.feed(chunk):
-            self._segment(clean(segment), events)
+            for text in self._unwrap.feed(clean(segment)):
+                self._segment(text, events)
         return events
 
     def finish(self) -> list[Event]:
@@ -110,7 +113,10 @@ class LogScanner(FailureRules, ServingRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.finish():
-            self._segment(clean(segment), events)
+            for text in self._unwrap.feed(clean(segment)):
+                self._segment(text, events)
+        for text in self._unwrap.finish():
+            self._segment(text, events)
         self._release_held(events)
         self._finish_failures(events)
         return events

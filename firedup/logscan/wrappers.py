@@ -35,19 +35,26 @@ from collections.abc import Callable
 from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
 
 _DIGITS = str.maketrans("0123456789", "0000000000")
-_SEPARATOR = re.compile(r"[\])|>:-] ")
+_SEPARATOR = re.compile(r"[\])|>:-] |\]:(?=\S)")  # `]:` unspaced: torchrun --tee
 _NUMBERS = re.compile(r"0+")  # a shape's numbers, whatever their width
 _LOOK_CHARS = 160  # a wrapper is a prefix: never look further into a line
 _MIN_REST = 10  # a wrapper leaves the engine's message behind it
 _MAX_DEPTH = 2  # learned wrappers nest this deep at most
 # Or the stream's name and a space (LocalAI's `GRPC(model-addr): stderr ` around a backend's
-# lines: the outer part is learned pairwise, this one from what it leaves).
+# lines: the outer part is learned pairwise, this one from what it leaves). A bracketed tag
+# may be followed by `:`, `: ` or a space (torchrun --tee's `[default0]:`, `[pod-name] `).
 _TAG = re.compile(
-    r"(?:(?:\d{1,4}|[a-z][\w.-]{0,30}|\[[\w.-]{1,30}\]): |std(?:err|out) )(?=\S| +File \")"
+    r"(?:(?:\d{1,4}|[a-z][\w.-]{0,30}): |\[[\w.-]{1,40}\](?:: ?| )|std(?:err|out) )"
+    r"(?=\S| +File \")"
 )
 # A container's or a pod's name and a space (no separator), maybe inside another wrapper.
 _WORD = re.compile(r"(?:.*[\])|>:-] )?[A-Za-z][\w.-]{1,40} ")
-_ENDS_AT_SEPARATOR = re.compile(r".*[\])|>:-] $")
+_ENDS_AT_SEPARATOR = re.compile(r".*(?:[\])|>:-] |\]:)$")
+# What a progress bar's label leaves: tqdm's `{desc}: {percentage}%|`, the engines' own
+# `{desc}: 98% Completed | n/total`. The label two redraws share is the bar's, not a wrapper.
+_BAR_REST = re.compile(r"\s*\d{1,3}%")
+_IN_BAR = re.compile(r"\d{1,3}%(?: Completed)? ?\|")
+_BAR = re.compile(r"[^|:]{1,80}:\s*\d{1,3}%")  # a bar: label and percentage, the engine's own
 
 
 class Wrappers:
@@ -103,7 +110,7 @@ class Wrappers:
         if not self.teaches(text):
             return text  # a wrapper alone (`srun: ` on a blank line) teaches nothing
         self._previous = shape
-        learned = _learn(previous, shape, text) or self._tag(text)
+        learned = _learn(previous, shape, text, self._plain) or self._tag(text)
         if learned is None:
             return text
         self._pattern = learned
@@ -125,7 +132,10 @@ class Wrappers:
 
     def _tag(self, text: str) -> re.Pattern[str] | None:
         tag = _TAG.match(text)
-        if tag is None or self._plain is None or not self._plain(text[tag.end() :]):
+        if tag is None or self._plain is None:
+            return None
+        rest = text[tag.end() :]
+        if not self._plain(rest) and _BAR.search(rest, 0, _LOOK_CHARS) is None:
             return None
         return _free_digits(tag.group())
 
@@ -135,7 +145,9 @@ def _free_digits(wrapper: str) -> re.Pattern[str]:
     return re.compile("(?:" + re.sub(r"\d+", lambda _: r"\d+", re.escape(wrapper)) + ")+")
 
 
-def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
+def _learn(
+    shape_a: str, shape_b: str, text: str, plain: Callable[[str], bool] | None = None
+) -> re.Pattern[str] | None:
     """The wrapper two lines share (given as shapes), as a pattern with free digits; or None."""
     if shape_a == shape_b or not shape_a[:1] or shape_a[:1] != shape_b[:1]:
         return None  # one message repeated with other numbers (an NCCL flood), or no prefix
@@ -146,9 +158,14 @@ def _learn(shape_a: str, shape_b: str, text: str) -> re.Pattern[str] | None:
         if char_a != char_b:
             break
         common += 1
+    bar = _IN_BAR.search(shape_b, 0, common)
+    common = bar.start() if bar is not None else common  # a bar and its label are the bar's
     cut = 0
     for match in _SEPARATOR.finditer(shape_b, 0, common):
-        cut = match.end()
+        if _BAR_REST.match(shape_b, match.end()) is None:  # a bar's label is the bar's own
+            cut = match.end()
+            if plain is not None and plain(text[cut:]):
+                break  # the engine's own record starts here: its logger name is not a wrapper
     wrapper = text[:cut]
     if cut < 2 or min(len(shape_a), len(shape_b)) - cut < _MIN_REST:
         return None  # what two lines share up to their last words is a message, not a wrapper

@@ -46,7 +46,7 @@ def cached(entry: str, version: str, build: Callable[[], str]) -> str:
     where = hashlib.sha256(str(PACKAGE).encode()).hexdigest()[:12]  # one per checkout
     prefix = f"{where}-{entry}-"
     try:
-        path = cache_dir() / f"{prefix}{sources_key(entry, version)}.b64"
+        path = cache_dir() / f"{prefix}{sources_key(entry, version)}.b85"
     except OSError:  # a source vanished while listed (an upgrade under way): no cache
         return build()
     with suppress(OSError, UnicodeDecodeError):
@@ -54,7 +54,7 @@ def cached(entry: str, version: str, build: Callable[[], str]) -> str:
     text = build()
     with suppress(OSError):
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        for old in path.parent.glob(f"{prefix}*.b64"):
+        for old in path.parent.glob(f"{prefix}*.b85"):
             old.unlink(missing_ok=True)
         tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}")
         tmp.write_text(text, encoding="ascii")

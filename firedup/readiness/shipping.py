@@ -1,9 +1,10 @@
 """Shipping the node-side log reader with the wait's command, and reading what it sends back.
 
 The reader (firedup.readiness.nodeside) and the classifier it runs (firedup.logscan) travel
-inside the command itself: their sources, zlib-compressed, as one argument to `python3 -c`
-with a small boot script that imports them from memory. Nothing is installed on the node,
-nothing is left behind, and the node always runs the operator's own version of the reader.
+inside the command itself: their sources, zlib-compressed and base85-encoded, as one
+argument to `python3 -c` with a small boot script that imports them from memory. Nothing is
+installed on the node, nothing is left behind, and the node always runs the operator's own
+version of the reader.
 The boot script falls back to exec'ing `tail -F` (announced by a RAW marker) when the node's
 python is older than 3.8 or cannot import the reader; then the operator reads the log
 itself, as before. A node without python3 at all ends the stream with no marker at all.
@@ -67,8 +68,8 @@ def raw():
 if sys.version_info < (3, 8):
     raw()
 try:
-    import binascii, json, zlib, importlib, importlib.util
-    BUNDLE = json.loads(zlib.decompress(binascii.a2b_base64(sys.argv[1])).decode("utf-8"))
+    import base64, json, zlib, importlib, importlib.util
+    BUNDLE = json.loads(zlib.decompress(base64.b85decode(sys.argv[1])).decode("utf-8"))
     SRC = BUNDLE["modules"]
 """
     + "\n".join("    " + line for line in FINDER.strip("\n").splitlines())
@@ -188,7 +189,10 @@ def _bundle_arg(entry: str) -> str:
 def _build_arg(entry: str) -> str:
     payload = {"entry": entry, "modules": _bundle(entry)}
     data = json.dumps(payload, sort_keys=True).encode("utf-8")
-    return base64.b64encode(zlib.compress(data, 9)).decode("ascii")
+    # base85: a quarter more than the compressed bytes where base64 adds a third (2.4 KB less
+    # on the wire and in the argument); its alphabet has no quote, so shlex.quote keeps it
+    # whole; decoding it costs the node 2-3 ms of pure python.
+    return base64.b85encode(zlib.compress(data, 9)).decode("ascii")
 
 
 def reader_argv(
