@@ -17,6 +17,9 @@ Rules (engines.md §10, issue 4, issue 15):
   method 'load_model'`) is taken as that failure's cause, until the failure's own exception
   names one: SGLang prints the context-length warning even when the override allows the
   length, and a traceback starting within 30 lines of it ended in an AttributeError.
+- A process announcing the traceback it dies of (`Process EngineCore_0:`) fails the run where
+  that traceback ends, unless it ends in a stop (Ctrl-C's `KeyboardInterrupt`): the end says
+  how it died. A stop's own exception names no cause, even after a failure.
 - A message hard-wrapped over two lines is read joined when its second half starts in
   lower case after a long first half.
 """
@@ -26,7 +29,7 @@ from __future__ import annotations
 import re
 from datetime import datetime
 
-from firedup.logscan.context import quoted
+from firedup.logscan.context import is_stop, probe_error, quoted, signalled
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.harmless import handler_log, harmless_across, is_harmless, is_routine
 from firedup.logscan.model import Event, EventKind, Reason, Verdict
@@ -47,6 +50,9 @@ _JOIN_MIN_CHARS = 60  # a shorter line was not hard-wrapped
 _JOIN_CHARS = 200
 
 
+_IN_TRACEBACK = (LineKind.HEADER, LineKind.FRAME)
+
+
 def _exception_text(text: str) -> bool:
     """An exception's own line, or pydantic's line for the validator that raised."""
     return EXCEPTION_LINE.match(text) is not None or VALIDATION_ERROR.match(text) is not None
@@ -63,30 +69,41 @@ class FailureRules(PhaseRules):
     _borrowed: bool
     _wrapped_tail: str
     _stopping: bool
+    _announced: Line | None  # `Process X:` said, its traceback's end not yet seen
 
     def _judge(self, line: Line, kind: LineKind, now: datetime | None, out: list[Event]) -> bool:
         """Decide whether the line fails the run; True when it set or sharpened the failure."""
         message = line.message
-        if self._stopping:
+        if self._stopping or (kind is LineKind.EXCEPTION and is_stop(message, ready=False)):
+            self._announced = None  # Ctrl-C's KeyboardInterrupt names no cause, even after one
             return False  # the server was told to stop: what dies now dies of the stop
+        if self._announced is not None and kind not in _IN_TRACEBACK:
+            self._fail(Reason.CRASH, self._announced, now, out, exception=False)
+            self._announced = None  # its traceback ended in a failure, not a stop
         exception = kind is LineKind.EXCEPTION
         if not exception and is_routine(message):
             if self._wrapped_tail:
                 self._wrapped_tail = ""
             return False
-        if kind is LineKind.IGNORED_EXCEPTION:
-            self._warn(line, now, out)
+        if kind is LineKind.IGNORED_EXCEPTION or (exception and probe_error(message)):
+            self._warn(line, now, out)  # a task cancelled, a probe that found no server yet
             return False
         match, joined = self._signature(message)
         if match is None and not exception:
             return False  # frames only hint at a cause: see evidence.Tracebacks
+        ready = self._verdict is Verdict.READY
+        if match and self._verdict is not Verdict.FAILED and signalled(message, ready=ready):
+            self._stopping = True  # a child dead of SIGTERM/SIGINT: the stop reached it
+            return False
         if not exception and is_harmless(joined):  # a wrapped line is harmless as a whole
             self._warn(line, now, out)
             return False
-        ready = self._verdict is Verdict.READY
         if match is not None and ready and kind is LineKind.PLAIN and self._echoed(joined):
             return False  # a logged request's text: data, not the engine's word
         reason = match.reason if match else self._tracebacks.closed_hint or Reason.CRASH
+        if match is not None and match.announce and not exception:
+            self._announced = line  # how it died is said where its traceback ends
+            return False
         # A report of the engine's death after ready is a stop's unless a request's handler
         # logged it: then a request in flight died with the engine.
         if (
@@ -139,6 +156,8 @@ class FailureRules(PhaseRules):
 
     def _finish_failures(self, out: list[Event]) -> None:
         """At end of file: a traceback the log ends in is the last thing a process printed."""
+        if self._announced is not None and not self._stopping:
+            self._fail(Reason.CRASH, self._announced, None, out, exception=False)
         if not self._tracebacks.dangling or self._verdict is Verdict.READY or self._stopping:
             return  # a traceback cut after a stop was asked for is the stop's
         frames = self._tracebacks.frames

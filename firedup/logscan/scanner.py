@@ -14,7 +14,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from firedup.engine import Engine
-from firedup.logscan.context import is_stop
+from firedup.logscan.context import HOLE, is_stop
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
 from firedup.logscan.failures import FailureRules
 from firedup.logscan.harmless import is_routine
@@ -54,6 +54,7 @@ from firedup.logscan.wrappers import Wrappers
 
 _MAX_HELD = 4  # lines held while no line has taught the log's wrapper yet
 _MOVED_ON = ("INFO", "WARNING", "DEBUG")  # levels a process logs while it lives
+_HTTP_UP = Phase.HTTP_UP.order
 
 
 class LogScanner(FailureRules, ServingRules):
@@ -70,6 +71,8 @@ class LogScanner(FailureRules, ServingRules):
         self._wrappers = Wrappers(plain=engine_says)
         self._lines = 0
         self._held: list[str] = []  # the first lines offered to the wrappers (wrappers.py)
+        self._hole = False  # a file hole was read: what follows is a later write
+        self._nul_tail = False  # the segment still being read holds NULs
         self._launches = 0
         self._earlier: EarlierLaunch | None = None
         self._new_launch(None)
@@ -94,6 +97,7 @@ class LogScanner(FailureRules, ServingRules):
         self._borrowed = False
         self._wrapped_tail = ""
         self._stopping = False  # the server was told to stop (context.is_stop)
+        self._announced: Line | None = None  # failures.py: a dying process's announcement
         self._echo_from = -1  # an exception line no record has followed: bare lines continue it
         self._undecided: Line | None = None  # an engine-dependent line read before the engine
         self._piece: Line | None = None  # the last line, when long enough to have been wrapped
@@ -103,7 +107,11 @@ class LogScanner(FailureRules, ServingRules):
         self._bytes += len(chunk)
         self._snapshot = None
         events: list[Event] = []
+        nul = self._nul_tail or self._hole or b"\0" in chunk  # one look per chunk: cheap
+        self._nul_tail = nul and chunk[-1:] not in b"\r\n"  # NULs in the unfinished segment
         for segment in self._segments.feed(chunk):
+            if nul:
+                self._later_write(segment, events)
             for text in self._unwrap.feed(clean(segment)):
                 self._segment(text, events)
         return events
@@ -113,6 +121,8 @@ class LogScanner(FailureRules, ServingRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.finish():
+            if self._nul_tail or self._hole:
+                self._later_write(segment, events)
             for text in self._unwrap.feed(clean(segment)):
                 self._segment(text, events)
         for text in self._unwrap.finish():
@@ -128,6 +138,16 @@ class LogScanner(FailureRules, ServingRules):
         return self._snapshot
 
     # -- one segment -------------------------------------------------------------------------
+
+    def _later_write(self, segment: bytes, events: list[Event]) -> None:
+        """What follows a file hole (context.HOLE) is a later write: a new story."""
+        self._hole = self._hole or (b"\0" in segment and HOLE in segment)
+        if self._hole and segment.strip(b"\0 \t"):
+            self._hole = False
+            for text in self._unwrap.finish():  # the earlier writer's lines end at the hole
+                self._segment(text, events)
+            self._release_held(events)
+            self._new_launch(self._clock.last)
 
     def _segment(self, text: str, events: list[Event]) -> None:
         if not text or text.isspace():
@@ -215,7 +235,8 @@ class LogScanner(FailureRules, ServingRules):
             self._excerpt.note(line.text, just_set=False)
             return
         if not self._stopping and self._verdict is not Verdict.FAILED:  # never serving traffic
-            self._stopping = is_stop(line.message, ready=self._verdict is Verdict.READY)
+            ready, up = self._verdict is Verdict.READY, self._phase.order >= _HTTP_UP
+            self._stopping = is_stop(line.message, ready=ready, http_up=up)
         kind = self._tracebacks.see(line.text, line.message)
         if kind is LineKind.EXCEPTION:
             self._echo_from = self._lines

@@ -26,6 +26,7 @@ class Signature:
     reason: Reason
     strong: bool
     report: bool = False  # another process's report that the engine died, not the engine's own
+    announce: bool = False  # a process announcing the traceback it dies of: that tells how
 
 
 def S(reason: Reason, needle: str, pattern: str) -> Signature:
@@ -37,6 +38,12 @@ def Report(reason: Reason, needle: str, pattern: str) -> Signature:
     """A strong row that only reports a death: fatal while starting; after ready the engine's
     own lines carry any cause, and a stop makes the API server print it too."""
     return Signature(needle, re.compile(pattern, re.IGNORECASE), reason, True, report=True)
+
+
+def Announce(needle: str, pattern: str) -> Signature:
+    """A strong row announcing a dying process's traceback (`Process EngineCore_0:`): the
+    traceback's end says whether it died of a failure or of a stop (Ctrl-C's KeyboardInterrupt)."""
+    return Signature(needle, re.compile(pattern, re.IGNORECASE), Reason.CRASH, True, announce=True)
 
 
 def W(reason: Reason, needle: str, pattern: str) -> Signature:
@@ -241,8 +248,8 @@ SIGNATURES: tuple[Signature, ...] = (
     Report(R.CRASH, "encountered an issue", r"enginecore encountered an issue"),
     Report(R.CRASH, "output_handler failed", r"output_handler failed"),
     # A process or thread announcing the traceback it dies of ("Process EngineCore_0:").
-    S(R.CRASH, "process ", r"^process [\w-]+:$"),
-    S(R.CRASH, "exception in ", r"^exception in \w+:$"),
+    Announce("process ", r"^process [\w-]+:$"),
+    Announce("exception in ", r"^exception in \w+:$"),
     S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
     # vLLM V0's client finding its engine process gone (MQEngineDeadError's cause).
     S(R.CRASH, "engine process", r"engine process \(pid \d+\) died"),
@@ -271,7 +278,6 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.KILLED, "died during initialization", r"scheduler died during initialization"),
     S(R.KILLED, "terminated with", r"scheduler or dataparallelcontroller \d+ terminated with"),
     S(R.KILLED, "killed", r"^(?:.*: )?line \d+: +\d+ killed\b|^killed$"),
-    W(R.KILLED, "keyboardinterrupt", r"^\s*keyboardinterrupt"),
     *(S(r, name.lower(), shell_reports(name)) for r, name in SHELL_DEATHS if name.isascii()),
 )
 # Rows whose words are not ASCII, read only on the lines that are not (nearly every line an
@@ -343,19 +349,23 @@ class Match:
     reason: Reason
     strong: bool
     report: bool = False  # strong only through report rows
+    announce: bool = False  # strong only through rows announcing a traceback to come
 
 
 def match_signature(message: str) -> Match | None:
     """The reason a line names, if any, and whether it is fatal by itself."""
     lower = message.lower()
     found: Reason | None = None
-    strong = own = False
+    strong = own = told = False
     for sig in SIGNATURES if message.isascii() else _ALL_ROWS:
         if sig.needle in lower and sig.pattern.search(message):
             found = found or sig.reason
             strong = strong or sig.strong
             own = own or (sig.strong and not sig.report)
-    return Match(found, strong, strong and not own) if found is not None else None
+            told = told or (sig.strong and not sig.announce)
+    if found is None:
+        return None
+    return Match(found, strong, strong and not own, strong and not told)
 
 
 def signature_starts(message: str) -> list[int]:
