@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from firedup.logscan import Phase, Reason, Verdict, explain
+from firedup.engine import Engine
+from firedup.logscan import LogScanner, Phase, Reason, Verdict, explain
 from firedup.logscan.context import HOLE, is_stop, signalled
 
 SGL_LOADING = (
@@ -200,8 +201,6 @@ FAILED_LAUNCH = (
 @pytest.mark.parametrize("chunk", [1, 4096, 1 << 20])
 def test_what_follows_a_file_hole_is_a_later_writers_story(chunk: int) -> None:
     # field/overwritten_by_failed_second_launch_nul_hole_then_serving
-    from firedup.logscan import LogScanner
-
     for hole in (HOLE, HOLE * 100):  # shorter than a segment's bound, and longer
         scanner = LogScanner()
         data = FAILED_LAUNCH + hole + SERVING
@@ -250,3 +249,18 @@ def test_a_readiness_probes_error_is_not_the_servers(exception: str, probe: bool
     tb = b'Traceback (most recent call last):\n  File "/ci/wait.py", line 21, in <module>\n'
     verdict = _read(SGL_UP + tb + exception.encode() + b"\n")[0]
     assert (verdict is Verdict.STARTING) is probe
+
+
+def test_our_own_stop_of_sglang_reads_exited_from_the_log_alone() -> None:
+    # `fab stop` TERMs the run's process group (node/sh/stop.sh): SGLang 0.5.16 then logs its
+    # SIGTERM line, its watchdog's `crashed with exit code -15` and the SIGQUIT clean-up. The
+    # log alone says the run went away, not that it failed; `fab status` says `stopped` from
+    # the history (status_of).
+    from firedup.node.probe import Probe
+    from firedup.ops.status import RunState, state_of
+
+    sigterm = b"[2026-05-04 09:07:00] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"  # noqa: E501
+    scanner = LogScanner(Engine.SGLANG)
+    scanner.feed(SGL_READY + sigterm + WATCHDOG % -15 + SIGQUIT)
+    gone = Probe(1.0, 100, frozenset(), (), True, 0, b"", None)
+    assert state_of(gone, scanner.state) is RunState.EXITED
