@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from firedup.logscan import Phase, Reason, Verdict, explain
+from firedup.logscan import Phase, Reason, Verdict
+from tests.unit.test_logscan_shapes import _read
 
 SGL_CAPTURING = (
     b"[2026-03-09 11:02:17] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n"
@@ -22,11 +23,6 @@ SGL_CAPTURING = (
     b"    out = self.mlp(hidden_states)\n"
 )
 SIGQUIT = b"[2026-03-09 11:03:53] Received sigquit from a child process. It usually means the child failed.\n"  # noqa: E501
-
-
-def _read(log: bytes) -> tuple[Verdict, Phase, Reason | None]:
-    state = explain(log)
-    return state.verdict, state.phase, state.reason
 
 
 @pytest.mark.parametrize(
