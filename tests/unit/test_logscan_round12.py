@@ -100,3 +100,17 @@ def test_after_ready_the_interpreter_report_is_not_the_server() -> None:
         b'INFO:     127.0.0.1:40112 - "POST /v1/completions HTTP/1.1" 200 OK\n'
     )
     assert _read(log)[0] is Verdict.READY
+
+
+def test_a_setup_step_the_interpreter_refused_before_the_engine_launched_is_an_earlier_launch() -> (
+    None
+):
+    """A launcher script's own `python -m` step failing before the engine's banner is the
+    launch before it: the engine's run that follows is what the log is judged by."""
+    log = (
+        b"/usr/bin/python3: No module named pip\n"
+        b"[2026-05-04 09:00:01] server_args=ServerArgs(model_path='/m', port=30000, tp_size=1)\n"
+        b"[2026-05-04 09:00:11 TP0] Load weight begin. avail mem=78.12 GB\n"
+        b"[2026-05-04 09:00:34] The server is fired up and ready to roll!\n"
+    )
+    assert _read(log) == (Verdict.READY, Phase.READY, None)
