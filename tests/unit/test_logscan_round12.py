@@ -102,9 +102,7 @@ def test_after_ready_the_interpreter_report_is_not_the_server() -> None:
     assert _read(log)[0] is Verdict.READY
 
 
-def test_a_setup_step_the_interpreter_refused_before_the_engine_launched_is_an_earlier_launch() -> (
-    None
-):
+def test_a_refused_setup_step_before_the_engine_banner_is_an_earlier_launch() -> None:
     """A launcher script's own `python -m` step failing before the engine's banner is the
     launch before it: the engine's run that follows is what the log is judged by."""
     log = (
