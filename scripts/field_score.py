@@ -19,10 +19,11 @@ Parts (each scored on its own, never pooled):
   downstream of vLLM and SGLang: wrappers, RL stacks, model and hobby repos) collected the same
   way, scored with main's rules of 2026-12-01 night; development data since. `blind7`:
   tests/fixtures/blind7, a seventh part collected the same way, scored with main's rules of
-  2026-12-01 night; development data since. `blind11`: tests/fixtures/blind11, an eleventh
-  part (whole logs committed to repositories, 14 stopped on purpose) collected the same way,
-  scored with main's rules of 2026-12-01 night; development data since. Either label format
-  is read.
+  2026-12-01 night; development data since. `blind9`: tests/fixtures/blind9, a ninth part
+  collected the same way, scored with main's rules of 2026-12-01 night; development data
+  since. `blind11`: tests/fixtures/blind11, an eleventh part (whole logs committed to
+  repositories, 14 stopped on purpose) collected the same way, scored with main's rules of
+  2026-12-01 night; development data since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -58,6 +59,7 @@ PARTS = {
     "blind5": FIXTURES / "blind5",
     "blind6": FIXTURES / "blind6",
     "blind7": FIXTURES / "blind7",
+    "blind9": FIXTURES / "blind9",
     "blind11": FIXTURES / "blind11",
 }
 

@@ -33,14 +33,16 @@ _LITERAL = re.compile(r"""(?<!\w)(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")(?!\w)""
 # `KeyboardInterrupt: MQLLMEngine terminated`), a batch scheduler cancelling the job (Slurm's
 # `*** JOB N ON host CANCELLED AT ... ***`; srun's `sending Ctrl-C to StepId=...`, but not its
 # `Job step aborted` or `forcing job termination`: those follow a task's failure too), and the
-# shell reporting its child `Terminated`.
+# shell reporting its child `Terminated`; and the terminal's echo of a Ctrl-C (`^C`, caret
+# notation, at the start of a line or glued to the end of the last output: the tty sent SIGINT
+# to the foreground job; the ETX byte itself is dropped as a control byte).
 STOP_TRIGGER = re.compile(
     r"(?i)\b(?:received|receive|got|caught) (?:signal[= ]?|a )?SIG(?:TERM|INT)\b"
     r"|\bSIG(?:TERM|INT) received\b|^Gracefully exiting\.\.\."
     r"|^\[shutdown\] API server: shutdown triggered|Shutting down FastAPI HTTP server"
     r"|^\s*(?:\w+\.)*KeyboardInterrupt(?::|\s*$)|\bReceived KeyboardInterrupt\b"
     r"|\*\*\* (?:JOB|STEP) \S+ ON \S+ CANCELLED AT (?!.*NODE FAIL)|^(?:srun: )?sending Ctrl-C to "
-    r"|^(?:.*: )?line \d+: +\d+ Terminated\b"
+    r"|^(?:.*: )?line \d+: +\d+ Terminated\b|^(?:\^C)+(?:\s|$)|\S\^C$"
 )
 # Lines of an orderly shutdown: uvicorn prints these only once its own startup completed and
 # it was told to exit, so from the HTTP side up they mean a stop; vLLM's `[shutdown] ...` lines
@@ -104,7 +106,7 @@ def only_quoted(message: str, needles: tuple[str, ...]) -> bool:
 
 _STOP_HINTS = re.compile(
     r"SIG|Shutting|Waiting for|Application shutdown|Finished|\[shutdown\]|Gracefully"
-    r"|KeyboardInterrupt|CANCELLED|Ctrl-C|Terminated"
+    r"|KeyboardInterrupt|CANCELLED|Ctrl-C|Terminated|^\^C|\^C$"
 )
 
 

@@ -47,14 +47,16 @@ _JOIN_CHARS = 400  # a wrapped frame line is joined from at most this much of ea
 # Frames of other printers: IPython's (`/x/llm.py in __init__(self, ...)`, Colab's
 # `[/x/llm.py](https://...) in __init__(`, IPython 8's `File /x/llm.py:247, in __init__(`,
 # `Cell In[3], line 1`) and the Ascend runtime's native error stack (`rtGetDeviceCount
-# execution failed, ...[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]`).
+# execution failed, ...[FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:65]`, and
+# under CANN's `TraceBack (most recent call last):` the checks that failed on the way,
+# `Check NnopbaseExecutorDoTiling(executor) failed`).
 # A native backtrace's frame, as c10/torch print it (`frame #3: sym + 0x1c (0x7f.. in
 # /x/libtorch.so)`; a paste may turn `#3` into a Markdown link; `frame #3:` may be peeled).
 OTHER_FRAME = re.compile(
     r"\s*(?:\[(?:/|[A-Za-z]:\\)[^\s\]]*\.py\]\(\S"  # Colab's link alone: the rest may wrap
     r"|(?:(?:/|[A-Za-z]:\\)[^\s\]]*\.py|<ipython-input-[\w-]+>) in [\w<>.]+\("
     r"|File [^\s\"]+\.py:\d+, in [\w<>.]+|Cell In\[\d*\], line \d+)"
-    r"|.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$"
+    r"|.*\[FUNC:\w+\]\[FILE:[\w.]+\]\[LINE:\d+\]\s*$|\s*Check \w+\([^()]*\) failed\s*$"
 )
 
 NATIVE_FRAME = re.compile(
@@ -78,6 +80,8 @@ def is_frame(message: str) -> bool:
     if "+ 0x" in message and " in " in message and NATIVE_FRAME.match(message) is not None:
         return True
     if ".py" in message or "[FUNC:" in message or "In[" in message or "<ipython" in message:
+        return OTHER_FRAME.match(message) is not None
+    if message.endswith(" failed") and "Check " in message:  # CANN's failed checks
         return OTHER_FRAME.match(message) is not None
     return False
 

@@ -51,6 +51,9 @@ ROUTINE = (
 # wrappers' re-logged request lines (below).
 # SGLang up to 0.1.x logged a batch as `new fill batch. #seq: 1. #cached_token: ...`
 # (router/model_rpc.py), later ones behind a GPU tag (`[gpu_id=0] Decode batch.`).
+# A request's constrained decoding jumping forward (SGLang 0.2-0.3 schedule_batch.py
+# `jump_forward_and_retokenize`: `Token fusion between input and output, ...`), and the body
+# of SGLang's `/generate` answer pasted with the log (`{"text": ..., "meta_info": {...`).
 SERVING = re.compile(
     r'"(?:GET|POST|PUT|DELETE|HEAD|OPTIONS) /(?!(?:v1/)?models\b|metrics\b|version\b|ping\b'
     r"|docs\b|openapi\.json|(?:get_)?model_info\b|(?:get_)?server_info\b)\S*(?: HTTP/[\d.]+)?"
@@ -58,6 +61,9 @@ SERVING = re.compile(
     r"|^(?:\[(?:TP\d+|gpu(?:_id)?=\d+)\] )?(?:Decode|Prefill) batch\b|Avg prompt throughput"
     r"|new fill batch\. #seq: \d"  # its words alone: behind any tag a one-line paste kept
     r"|^Exception in ASGI application|^Receive: obj=\w*ReqInput\("
+    r"|^(?:Token fusion between input and output|Encoded all_text resulted in empty all_ids"
+    r"|prompt_tokens is larger than encoded all_ids)"
+    r'|^\{"text": ?"(?:[^"\\]|\\.)*", ?"meta_info": ?\{'
     r"|^\[shutdown\] API server: "  # vLLM's serving HTTP server being stopped
     r"|LMCache(?: \w+)?: ?(?:Retrieved \d+ out of \d+ required tokens|Reqid: \S"
     r"|Stored/updated \d+ chunks|Store skips \d+ tokens)"
@@ -141,9 +147,17 @@ def asgi_frame(frame: str) -> bool:
 # A frame in one, or the route's code line calling the adapter (a wrap may cut the frame).
 # A streaming response's body generator, `stream_results` by convention (vLLM's
 # entrypoints/api_server.py, Xinference's api/restful_api.py), runs only for a request too.
+# From 0.4.8 the routes call the OpenAI serving classes (srt/entrypoints/openai/serving_*.py),
+# whose `handle_request` logs `Error in request: ...` with the traceback: a frame there by its
+# file in the request's flow (handling, validating, converting, building the response or the
+# stream, processing its parts; not `__init__`, built at startup), or the base's code line
+# calling the request's half (`self._handle_streaming_request(`).
 _SGLANG_ROUTE = re.compile(
     r"(?:^|[\s,])in (?:(?:openai_)?v1_(?:chat_)?(?:completions|embeddings)|stream_results)\s*$"
     r"|\bawait v1_(?:chat_)?(?:completions|embeddings)\("
+    r'|/openai/serving_\w+\.py", line \d+, in (?:handle_request|_handle_\w+|_validate_request'
+    r"|_convert_to_internal_request|_build_\w+_response|_generate_\w+_stream|_process_\w+)\s*$"
+    r"|\bawait self\._handle_(?:non_)?streaming_request\("
 )
 
 
@@ -168,7 +182,12 @@ def request_frame(frame: str, *, sglang: bool, serving_counts: Callable[[], bool
     routed = (
         asgi_frame(frame)
         or (
-            ("v1_" in frame or "stream_results" in frame)
+            (
+                "v1_" in frame
+                or "stream_results" in frame
+                or "_request" in frame
+                or "serving_" in frame
+            )
             and _SGLANG_ROUTE.search(frame) is not None
         )
         or ("_template" in frame and _TEMPLATE_FRAME.search(frame) is not None)

@@ -48,6 +48,8 @@ _WRAPPER = re.compile(
     r"|(?P<viewer>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?)\t"
     # A Markdown quote around the paste, and the blank columns a viewer's copy leaves.
     r"|(?P<quote>>(?:[ \t]*\t[ \t]*|[ \t]))"  # blanks with a tab: a viewer's; spaces: the log's
+    # A Markdown code span or fence opened on the log's own first line (`` `Traceback ...``).
+    r"|(?P<fence>`{1,3}(?=[^`\s]|[ \t]+File \"))"
     r"|(?P<compose>[\w.-]+ +\| ?)"
 )
 _K9S_TAIL = re.compile(r"\s*[│┃║]\s*$")
@@ -59,6 +61,7 @@ _SGLANG = re.compile(
     r"\[(?:(?P<date>\d{4}-\d\d-\d\d) )?(?P<time>\d\d:\d\d:\d\d)(?:[.,](?P<frac>\d{1,6}))?"
     r"(?P<ranks>(?: [A-Z_]+\d+)*)\] ?"
 )
+_OLD_RANK = re.compile(r"\[(?P<ranks>(?:rank|gpu(?:_id)?)=\d+)\] ")
 _VLLM_PROC = re.compile(r"\((?P<proc>[^()]*?)\bpid=\d+(?:, ip=[\w.:]+)?\) ")
 _VLLM_LEVEL = re.compile(
     r"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) (?P<md>\d\d-\d\d) "
@@ -81,9 +84,14 @@ _UVICORN_LEVEL = re.compile(r"(?P<level>INFO|WARNING|ERROR|DEBUG|CRITICAL|TRACE)
 _RECORD = re.compile(
     r"\([^()]*?\bpid=\d+(?:, ip=[\w.:]+)?\)"
     r"|\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?: [A-Z_]+\d+)*\]"
+    r"|\[\d\d:\d\d:\d\d(?: [A-Z_]+\d+)+\]"  # SGLang's time-only stamp of 2024, with its ranks
+    r"|\[(?:rank|gpu(?:_id)?)=\d+\] "  # SGLang 0.1-0.2's rank tag, its lines' only prefix
     r"|\b(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
 )
-_RECORD_HINT = re.compile(r"pid=|\[\d{4}-\d\d-\d\d |(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-")
+_RECORD_HINT = re.compile(
+    r"pid=|\[\d{4}-\d\d-\d\d |\[\d\d:\d\d:\d\d [A-Z]|\[(?:rank|gpu)\w*=\d"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-"
+)
 _LOOK = 160  # a record behind a wrapper starts this near the line's start
 FLATTENED_MIN_CHARS = 200  # shorter lines hold one record; only long ones are searched
 
@@ -260,7 +268,10 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
             stamp = stamp_of(match.group("date"), match.group("time"), match.group("frac"))
             ranks = match.group("ranks").strip() or ranks
             text = text[match.end() :]
-            head = text[:1]
+        if text[:1] == "[" and (match is None or not match.group("ranks")):
+            text, inner = _inner_tag(text, stamped=match is not None)
+            ranks = inner or ranks
+        head = text[:1]
     elif head.isdigit():
         match = _THIRD_PARTY.match(text)
         if match:
@@ -282,3 +293,12 @@ def _engine_prefix(text: str) -> tuple[str, RawStamp | None, str, str]:
     elif (head.islower() or head.isdigit() or head == "_") and (tail := _TAIL.match(text)):
         text = text[tail.end() :]
     return text, stamp, ranks, level
+
+
+def _inner_tag(text: str, *, stamped: bool) -> tuple[str, str]:
+    """The text after SGLang's own `[stamp TP0] ` inside a collector's bare `[stamp] `, or
+    after SGLang 0.1.x's rank tag (`[rank=1] `, `[gpu_id=1] `: model_runner.py), and its ranks."""
+    match = (_SGLANG.match(text) if stamped else None) or _OLD_RANK.match(text)
+    if match is None:
+        return text, ""
+    return text[match.end() :], match.group("ranks").strip()

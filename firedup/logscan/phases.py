@@ -86,7 +86,9 @@ class PhaseRules:
 
     def _advance(self, phase: Phase, text: str, now: datetime | None, out: list[Event]) -> None:
         if phase.order <= self._phase.order:
-            return
+            if not self._wrapper_http_before(phase):
+                return
+            self._spans.pop()  # that HTTP server was a wrapper's: the engine starts only now
         self._close_span(now)
         self._spans.append(PhaseSpan(phase, now, None))
         self._phase = phase
@@ -96,6 +98,17 @@ class PhaseRules:
         if phase is Phase.READY:
             self._verdict = Verdict.READY
             out.append(Event(EventKind.READY, phase, text, None, now))
+
+    def _wrapper_http_before(self, phase: Phase) -> bool:
+        """Whether the HTTP side came up before any line of the engine (a wrapper's own app,
+        its engine built later: no engine line yet) and `phase` is that engine starting."""
+        return (
+            self.engine is None
+            and self._verdict is Verdict.STARTING
+            and Phase.LAUNCHING.order < phase.order < Phase.HTTP_UP.order
+            and len(self._spans) == 2
+            and self._spans[1].phase is Phase.HTTP_UP
+        )
 
     def _close_span(self, now: datetime | None) -> None:
         self._spans[-1] = replace(self._spans[-1], end=now)

@@ -32,6 +32,7 @@ MARKERS: tuple[Marker, ...] = (
     # SGLang (engines.md §2); the 0.5.23 capture dialect reads "Capture draft decode CUDA graph".
     Marker("Init torch distributed begin", Phase.INIT_DISTRIBUTED, per_rank=True),
     Marker("Init nccl begin", Phase.INIT_DISTRIBUTED),  # its name up to 0.1.x, no draft then
+    Marker("Init torch begin", Phase.INIT_DISTRIBUTED),  # 0.1.x's router/model_runner.py
     Marker("Load weight begin", Phase.LOADING_WEIGHTS, per_rank=True),
     Marker("Load weight end", Phase.DRAFT_LOADING, _re(r"type=\w*(?:Eagle|EAGLE|Draft|MTP|NextN)")),
     Marker("Load weight end", Phase.LOADING_WEIGHTS, per_rank=True),
@@ -44,6 +45,8 @@ MARKERS: tuple[Marker, ...] = (
     Marker("raph end", Phase.DRAFT_CUDA_GRAPH, _re(r"(?i)capture draft\b.*?graph end")),
     Marker("raph end", Phase.CUDA_GRAPH, _re(r"(?i)capture\b.*?graph end")),
     Marker("Capture cuda graph num tokens", Phase.CUDA_GRAPH),
+    # torch's capture_begin (CUDAGraph.cpp, torch_npu's too) while NCCL work drains: any engine.
+    Marker("before starting graph capture", Phase.CUDA_GRAPH),
     Marker("Uvicorn running on", Phase.READY, engine=Engine.VLLM),  # old vLLM, after startup
     Marker("Uvicorn running on", Phase.HTTP_UP),
     Marker("Started server process", Phase.HTTP_UP),
@@ -67,6 +70,13 @@ MARKERS: tuple[Marker, ...] = (
     Marker("Loading weights took", Phase.LOADING_WEIGHTS),
     Marker("Model loading took", Phase.LOADING_WEIGHTS),
     Marker("Unable to collect loaded parameters", Phase.LOADING_WEIGHTS),
+    # A loader's report once the checkpoint was read (vLLM's default_loader, SGLang
+    # multimodal_gen's component loaders: `Following [text encoder] weights were not ...`).
+    Marker(
+        "not initialized from checkpoint",
+        Phase.LOADING_WEIGHTS,
+        _re(r"\bFollowing\b.{0,40}?\bweights were not initialized from checkpoint"),
+    ),
     # AWS Neuron compiles the model's graphs while it loads (neuronx-distributed-inference,
     # the vllm-neuron plugin's `load_model`): libneuronxla logs each compile's flags.
     # Its builder's steps (neuronx_distributed's model_builder) and the compiler's own words.

@@ -226,6 +226,11 @@ SIGNATURES: tuple[Signature, ...] = (
         "initialization failed",
         r"initialization failed\. please see the error messages above",
     ),
+    # SGLang up to 0.1.x: the launcher prints what its router and detokenizer processes
+    # answered, only when one did not answer `init ok` (server.py: `router init state: ...`,
+    # later `Initialization failed. router_init_state: ...`).
+    S(R.ENGINE_INIT, " init state: ", r"^(?:router|detoken) init state: (?!init ok)"),
+    S(R.ENGINE_INIT, "_init_state: ", r"^initialization failed\. \w+_init_state: (?!init ok)"),
     S(R.ENGINE_INIT, "initialization failed", r"engine core initialization failed"),
     S(R.ENGINE_INIT, "failed to start", r"(?:enginecore|workerproc) failed to start"),
     S(R.ENGINE_INIT, "timed out waiting", r"timed out waiting for engine core processes to start"),

@@ -45,7 +45,7 @@ SAMPLE = 2  # each transform meets one log in SAMPLE in the suite
 # is left and why.
 KNOWN_BREAKS = {
     # wrappers whose every line differs only in numbers, or a one-line log: nothing to learn
-    "torchserve": 5,
+    "torchserve": 4,
     "compose+torchserve": 4,
     "srun+rank": 4,
     "elastic_default": 5,
@@ -56,9 +56,9 @@ KNOWN_BREAKS = {
     "trailing": 1,  # blind3's quoted console: a viewer's column read as a wrapper's end
     "json_dumped": 8,  # a dumped piece under 200 characters is not searched for lines
     "stamp_after": 1,  # vLLM's launch banner behind a logger's name no longer starts a launch
-    "glued": 12,  # lines with no traceback in them glued (`... # CPU blocks: 327 Killed`)
+    "glued": 11,  # lines with no traceback in them glued (`... # CPU blocks: 327 Killed`)
     "cut_half": 5,
-    "cut_to_evidence": 19,
+    "cut_to_evidence": 18,
 }
 
 
