@@ -10,6 +10,7 @@ import pytest
 
 from firedup.logscan import Phase, Reason, Verdict
 from tests.unit.test_logscan_shapes import _read
+from tests.unit.test_logscan_stops import VLLM_READY
 
 SGL_CAPTURING = (
     b"[2026-03-09 11:02:17] server_args=ServerArgs(model_path='/m', tp_size=1, port=30000)\n"
@@ -92,13 +93,7 @@ def test_other_lines_naming_a_missing_module_fail_nothing(line: str) -> None:
 
 def test_after_ready_the_interpreter_report_is_not_the_server() -> None:
     """Another `python -m` run failing in the same log after ready is not this server's."""
-    log = (
-        b"INFO 05-02 10:00:00 [api_server.py:1043] vLLM API server version 0.10.1\n"
-        b"INFO 05-02 10:00:41 [api_server.py:1100] Starting vLLM API server on http://0.0.0.0:8000\n"
-        b"INFO:     Application startup complete.\n"
-        b"/usr/bin/python3: No module named benchmark_serving\n"
-        b'INFO:     127.0.0.1:40112 - "POST /v1/completions HTTP/1.1" 200 OK\n'
-    )
+    log = VLLM_READY + b"/usr/bin/python3: No module named benchmark_serving\n"
     assert _read(log)[0] is Verdict.READY
 
 
