@@ -23,7 +23,9 @@ Parts (each scored on its own, never pooled):
   collected the same way, scored with main's rules of 2026-12-01 night; development data
   since. `blind10`: tests/fixtures/blind10, a tenth part collected the same way (41% SGLang,
   11 of its failures an engine dying while serving), scored with main's rules of 2026-12-01
-  night; development data since. Either label format is read.
+  night; development data since. `blind11`: tests/fixtures/blind11, an eleventh part (whole
+  logs committed to repositories, 14 stopped on purpose) collected the same way, scored with
+  main's rules of 2026-12-01 night; development data since. Either label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -61,6 +63,7 @@ PARTS = {
     "blind7": FIXTURES / "blind7",
     "blind9": FIXTURES / "blind9",
     "blind10": FIXTURES / "blind10",
+    "blind11": FIXTURES / "blind11",
 }
 
 

@@ -27,6 +27,7 @@ from firedup.logscan.signatures import (
     EXCEPTION_LINE,
     FRAME_LINE,
     TEMPLATE_CAUGHT,
+    closing_hint,
     frame_hint,
     is_traceback_header,
 )
@@ -136,7 +137,7 @@ class Tracebacks:
             self.open -= 1
             self.frames = tuple(self._tail)
             self._tail.clear()
-            self.closed_hint, self.hint = self.hint, None
+            self.closed_hint, self.hint = closing_hint(self.hint, message), None
             ignored, self._ignoring = self._ignoring, False
             ignored = ignored or _CANCELLED in message  # a task cancelled: a stop, no cause
             return LineKind.IGNORED_EXCEPTION if ignored else LineKind.EXCEPTION

@@ -11,6 +11,7 @@ Strings come from engines.md §3, §4, §5 and §8.
 
 from __future__ import annotations
 
+import builtins
 import re
 from dataclasses import dataclass
 
@@ -271,6 +272,14 @@ SIGNATURES: tuple[Signature, ...] = (
     S(R.CRASH, "died unexpectedly", r"died unexpectedly"),
     # vLLM V0's client finding its engine process gone (MQEngineDeadError's cause).
     S(R.CRASH, "engine process", r"engine process \(pid \d+\) died"),
+    # The interpreter itself could not run `python -m MODULE` (runpy's error, printed behind
+    # the interpreter's path): the engine never started. Nothing after ready is that server's.
+    Report(
+        R.CRASH,
+        "module specification for",
+        r"python[\w.]*: error while finding module specification for '",
+    ),
+    Report(R.CRASH, "no module named ", r"python[\w.]*: no module named [\w.]+(?:;|\s*$)"),
     # A launcher or Ray saying the server (or the actor running it) is gone.
     # A wrapper (TorchServe, KServe, lemonade's lemond) saying the server it ran never came up.
     S(
@@ -336,6 +345,31 @@ FRAME_HINTS: tuple[tuple[str, re.Pattern[str], Reason], ...] = tuple(
         ("hf_raise_for_status", r", in hf_raise_for_status\s*$", R.MODEL_NOT_FOUND),
     )
 )
+
+# SGLang's graph runners turn a RuntimeError raised while capturing into `Capture cuda graph
+# failed: ...` (cuda_graph_runner.py, every release since 0.1); any other exception passes
+# through raw. One of Python's own exceptions that is no RuntimeError (`TypeError`,
+# `AttributeError`, `KeyError`, ...) names a bug in the code the capture ran, not the capture.
+_CODE_BUGS = frozenset(
+    name
+    for name, kind in vars(builtins).items()
+    if isinstance(kind, type)
+    and issubclass(kind, Exception)
+    and not issubclass(kind, RuntimeError)
+    and kind is not Exception  # what a wrapper raises: it names nothing
+)
+_EXCEPTION_NAME = re.compile(r"\s*(?:\w+\.)*(\w+)")
+
+
+def closing_hint(hint: Reason | None, exception: str) -> Reason | None:
+    """The cause a traceback's frames name once its exception line is read: a bug in the code
+    a graph capture ran is no capture failure."""
+    if hint is R.CUDA_GRAPH_CAPTURE:
+        name = _EXCEPTION_NAME.match(exception)
+        if name is not None and name.group(1) in _CODE_BUGS:
+            return None
+    return hint
+
 
 TRACEBACK_HEADER = "Traceback (most recent call last)"
 _HEADER_CUT = "Traceback ("  # the least of a header a cut may keep
