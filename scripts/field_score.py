@@ -25,7 +25,12 @@ Parts (each scored on its own, never pooled):
   11 of its failures an engine dying while serving), scored with main's rules of 2026-12-01
   night; development data since. `blind11`: tests/fixtures/blind11, an eleventh part (whole
   logs committed to repositories, 14 stopped on purpose) collected the same way, scored with
-  main's rules of 2026-12-01 night; development data since. Either label format is read.
+  main's rules of 2026-12-01 night; development data since. `blind8` (60 logs: committed
+  files, pull requests, a page; healthy-heavy, 16 stopped) and `blind12` (59 logs from
+  sources no other part drew from): collected the same way and scored by the lead with the
+  session's final rules, their misses read by no one who changed a rule (blind8's kinds were
+  described in prose to one rule round, h23-fix9; blind12 was described to no one). Either
+  label format is read.
 
 Each log is read the way `fab explain-log PATH --json` reads it:
 - verdicts: share of logs whose verdict matches;
@@ -64,6 +69,8 @@ PARTS = {
     "blind9": FIXTURES / "blind9",
     "blind10": FIXTURES / "blind10",
     "blind11": FIXTURES / "blind11",
+    "blind8": FIXTURES / "blind8",
+    "blind12": FIXTURES / "blind12",
 }
 
 

@@ -221,6 +221,35 @@ def test_the_eleventh_blind_part_meets_the_floors_of_its_frozen_rules_score() ->
     _meets_floors("blind11", verdicts=36 / 42, reasons=10 / 13, phases=28 / 29, healthy_failed=4)
 
 
+def test_the_eighth_blind_part_meets_the_floors_of_its_last_rules_score() -> None:
+    """Committed logs, pull requests and a page (60, healthy-heavy, 16 stopped), collected by a
+    session that never read the rules. Scored by the lead with main's rules at session start
+    (4b8fe08): verdicts 53/60 (88%), reasons 17/21, phases 35/39, healthy called failed 6;
+    then with the session's final rules (after every round): 57/60 (95%), 17/21 (81%), 36/39
+    (92%), healthy called failed 2. Its logs and misses were read by no rule-writer; its
+    collector's prose description of its kinds (stops that print alarming lines, NUL holes,
+    Slurm .out/.err) was given to one round (h23-fix9), which wrote rules from the engines'
+    released code. Floors: the final score less one log; healthy called failed at most 2, the
+    measured count (target 0).
+    """
+    score = _field_score()
+    assert len(score.labels("blind8")) == 60
+    _meets_floors("blind8", verdicts=56 / 60, reasons=16 / 21, phases=35 / 39, healthy_failed=2)
+
+
+def test_the_twelfth_blind_part_meets_the_floors_of_its_last_rules_score() -> None:
+    """59 logs from sources no other part drew from, collected by a session that never read
+    the rules and described to no one. Scored by the lead at main d53ba15 (mid-session):
+    verdicts 50/59 (85%), reasons 20/26 (77%), phases 29/33, healthy called failed 1; then
+    with the session's final rules: 52/59 (88%), 22/26 (85%), 29/33 (88%), healthy called
+    failed 1 — the session's last blind measurement. Floors: that score less one log; healthy
+    called failed at most 1, the measured count (target 0).
+    """
+    score = _field_score()
+    assert len(score.labels("blind12")) == 59
+    _meets_floors("blind12", verdicts=51 / 59, reasons=21 / 26, phases=28 / 33, healthy_failed=1)
+
+
 @pytest.mark.parametrize("module", sorted(LOGSCAN.glob("*.py")), ids=lambda p: p.name)
 def test_every_logscan_module_is_python_3_8_syntax(module: Path) -> None:
     ast.parse(module.read_text(), filename=str(module), feature_version=(3, 8))
