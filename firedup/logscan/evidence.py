@@ -11,7 +11,7 @@ A frame line hard-wrapped by a paste (`File "/usr/lib/python3.10/dist-p` then
 `Exception ignored in:` announces a traceback Python prints and survives (usually at
 interpreter shutdown); its exception never fails a run. Nor does the exception of the
 traceback vLLM's chat-template helper logs before raising to a caller that catches it
-(signatures.TEMPLATE_CAUGHT). Nor does a `CancelledError`: a task that was cancelled (a stop,
+(frames.TEMPLATE_CAUGHT). Nor does a `CancelledError`: a task that was cancelled (a stop,
 a client gone) names no failure.
 """
 
@@ -21,8 +21,7 @@ import re
 from collections import deque
 from enum import Enum
 
-from firedup.logscan.model import Reason
-from firedup.logscan.signatures import (
+from firedup.logscan.frames import (
     EXCEPTION_IGNORED,
     EXCEPTION_LINE,
     FRAME_LINE,
@@ -31,6 +30,7 @@ from firedup.logscan.signatures import (
     frame_hint,
     is_traceback_header,
 )
+from firedup.logscan.model import Reason
 
 FRAME_LINES = 5  # lines kept before the exception line: about two frames and their code
 FOLLOW_LINES = 2  # lines kept after a fatal line that is not an exception (e.g. "Exit code: -9")

@@ -31,6 +31,7 @@ from datetime import datetime
 
 from firedup.logscan.context import is_stop, probe_error, quoted, signalled
 from firedup.logscan.evidence import Excerpt, LineKind, Tracebacks
+from firedup.logscan.frames import EXCEPTION_LINE
 from firedup.logscan.harmless import (
     engine_loop_died,
     handler_log,
@@ -41,12 +42,7 @@ from firedup.logscan.harmless import (
 from firedup.logscan.model import Event, EventKind, Reason, Verdict
 from firedup.logscan.normalize import Line
 from firedup.logscan.phases import PhaseRules
-from firedup.logscan.signatures import (
-    EXCEPTION_LINE,
-    Match,
-    match_signature,
-    signature_starts,
-)
+from firedup.logscan.signatures import Match, match_signature, signature_starts
 
 # pydantic's line for one failed validator under its ValidationError: the exception's message
 # (`  Value error, User-specified max_model_len (131072) is greater than ... [type=value_error`).

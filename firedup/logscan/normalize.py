@@ -24,8 +24,8 @@ from typing import NamedTuple
 from firedup.logscan.clock import Clock as Clock  # where the scanner and tests look
 from firedup.logscan.clock import RawStamp, hms, iso_stamp, month_day_stamp, stamp_of
 from firedup.logscan.damage import docker_record, glued_traceback, json_dumped, unescape_entities
+from firedup.logscan.frames import EXCEPTION_LINE
 from firedup.logscan.harmless import is_routine
-from firedup.logscan.signatures import EXCEPTION_LINE
 
 _ANSI = re.compile(
     r"(?:\x1b|\^\[)(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[()][A-Z0-9])"

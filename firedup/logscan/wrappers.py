@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from firedup.logscan.signatures import EXCEPTION_LINE, TRACEBACK_HEADER
+from firedup.logscan.frames import EXCEPTION_LINE, TRACEBACK_HEADER
 
 _DIGITS = str.maketrans("0123456789", "0000000000")
 _SEPARATOR = re.compile(r"[\])|>:-] |\]:(?=\S)")  # `]:` unspaced: torchrun --tee

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from firedup.logscan import Phase, Reason, Verdict, explain
+from firedup.logscan.frames import is_traceback_header
 from firedup.logscan.harmless import handler_log
-from firedup.logscan.signatures import is_traceback_header
 
 _V0 = b"INFO 03-11 08:00:09 llm_engine.py:249] Initializing an LLM engine (v0.6.4) with config\n"
 

@@ -13,9 +13,10 @@ import pytest
 from firedup.engine import Engine
 from firedup.logscan import Phase, Reason, Verdict, explain
 from firedup.logscan.evidence import is_frame
+from firedup.logscan.frames import frame_hint
 from firedup.logscan.harmless import asgi_frame, request_frame
 from firedup.logscan.normalize import parse_line
-from firedup.logscan.signatures import SIGNATURES, frame_hint, match_signature
+from firedup.logscan.signatures import SIGNATURES, match_signature
 from firedup.logscan.wrappers import Wrappers
 
 VLLM_UP = (
