@@ -110,10 +110,7 @@ class LogScanner(FailureRules, ServingRules):
         nul = self._nul_tail or self._hole or b"\0" in chunk  # one look per chunk: cheap
         self._nul_tail = nul and chunk[-1:] not in b"\r\n"  # NULs in the unfinished segment
         for segment in self._segments.feed(chunk):
-            if nul:
-                self._later_write(segment, events)
-            for text in self._unwrap.feed(clean(segment)):
-                self._segment(text, events)
+            self._read(segment, events, nul=nul)
         return events
 
     def finish(self) -> list[Event]:
@@ -121,12 +118,8 @@ class LogScanner(FailureRules, ServingRules):
         self._snapshot = None
         events: list[Event] = []
         for segment in self._segments.finish():
-            if self._nul_tail or self._hole:
-                self._later_write(segment, events)
-            for text in self._unwrap.feed(clean(segment)):
-                self._segment(text, events)
-        for text in self._unwrap.finish():
-            self._segment(text, events)
+            self._read(segment, events, nul=self._nul_tail or self._hole)
+        self._flush_unwrapped(events)
         self._release_held(events)
         self._finish_failures(events)
         return events
@@ -139,13 +132,24 @@ class LogScanner(FailureRules, ServingRules):
 
     # -- one segment -------------------------------------------------------------------------
 
+    def _read(self, segment: bytes, events: list[Event], *, nul: bool) -> None:
+        """One segment: a file hole first (`nul`: NULs were seen), then its text, joined with
+        the next when a terminal hard-wrapped it (unwrap.py)."""
+        if nul:
+            self._later_write(segment, events)
+        for text in self._unwrap.feed(clean(segment)):
+            self._segment(text, events)
+
+    def _flush_unwrapped(self, events: list[Event]) -> None:
+        for text in self._unwrap.finish():
+            self._segment(text, events)
+
     def _later_write(self, segment: bytes, events: list[Event]) -> None:
         """What follows a file hole (context.HOLE) is a later write: a new story."""
         self._hole = self._hole or (b"\0" in segment and HOLE in segment)
         if self._hole and segment.strip(b"\0 \t"):
             self._hole = False
-            for text in self._unwrap.finish():  # the earlier writer's lines end at the hole
-                self._segment(text, events)
+            self._flush_unwrapped(events)  # the earlier writer's lines end at the hole
             self._release_held(events)
             self._new_launch(self._clock.last)
 
